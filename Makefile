@@ -1,0 +1,48 @@
+# Two entry points for a fresh machine:
+#   make demo  -- create the venv, install, convert a bundled example, show diff and findings
+#   make test  -- create every environment the suite needs and run the whole suite
+# Heavy installs (TensorFlow + Horovod build, code-server, Chromium) are cached under
+# .cache/ (ignored), so a second run is fast; a first run works from nothing.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-fast venv hvd-env vscode-env bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip==25.3
+	$(PY) -m pip install -q -e '.[test,ws,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@echo "== horovodize check examples/train_tape.py"
+	-$(VENV)/bin/horovodize check examples/train_tape.py
+	@echo
+	@echo "== horovodize convert --diff examples/train_tape.py"
+	$(VENV)/bin/horovodize convert --diff examples/train_tape.py
+
+# The Horovod run environment (Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 + Gloo).
+hvd-env:
+	bash scripts/hvd_env.sh
+
+# code-server, Chromium, playwright-core and the packaged .vsix for the real-editor test.
+vscode-env:
+	bash scripts/vscode_env.sh
+
+test: $(STAMP) hvd-env vscode-env
+	$(PY) -m pytest
+
+# The quick tiers only (no Horovod runs, no browser): for the edit-test loop.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not horovod and not vscode"
+
+bench: $(STAMP)
+	$(PY) bench/lsp_latency.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

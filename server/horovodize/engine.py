@@ -1,0 +1,163 @@
+"""The pipeline: parse → environment → loop summary → restrictions → rule sites → edits.
+
+`analyze` never raises (a rule that fails is recorded in ``Analysis.internal_errors``
+and skipped); `convert_text` refuses text that does not parse. The Horovod set-up is one
+edit shared by every fix that needs it, so a single quick fix is runnable on its own and
+the whole-file conversion has exactly one set-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+
+from . import codes, restrictions
+from .env import Env, build_env
+from .loop import LOOP_CODES, Summary, summarize
+from .rules import RULE_MODULES
+from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
+from .rules.setup_imports import setup_site
+from .source import Edit, ParseError, Source, apply_edits
+
+log = logging.getLogger(__name__)
+
+WHOLE_FILE_TITLE = "Make Horovod-distributed"
+
+
+@dataclass
+class Analysis:
+    source: Source
+    env: Env | None = None
+    summary: Summary | None = None
+    findings: list[Finding] = field(default_factory=list)
+    setup: Finding | None = None
+    internal_errors: list[str] = field(default_factory=list)
+
+    @property
+    def rule_sites(self) -> list[Finding]:
+        return [f for f in self.findings if f.fix is not None]
+
+    def fix_edits(self, fix: Fix) -> list[Edit]:
+        """A fix's edits plus the shared set-up when the fix needs it and the file lacks it."""
+        edits = list(fix.edits)
+        if fix.needs_setup and self.setup is not None and self.setup.fix is not None:
+            edits = list(self.setup.fix.edits) + edits
+        return _without_overlaps(edits)
+
+    def conversion_edits(self) -> list[Edit]:
+        """Every rule site's primary fix, and the set-up once."""
+        edits: list[Edit] = []
+        sites = self.rule_sites
+        if self.setup is not None and sites:
+            edits += self.setup.fix.edits
+        for f in sites:
+            if f is not self.setup:
+                edits += f.fix.edits
+        return _without_overlaps(edits)
+
+    def converted(self) -> str:
+        return apply_edits(self.source.text, self.conversion_edits())
+
+    @property
+    def loop_kind(self) -> str:
+        return self.summary.label if self.summary else "none"
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.env and self.env.horovod()) and not any(
+            f.code in LOOP_CODES.values() for f in self.findings)
+
+
+def _without_overlaps(edits: list[Edit]) -> list[Edit]:
+    """Sort stably by position and drop an edit that overlaps an earlier one."""
+    out: list[Edit] = []
+    last = -1
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        if e.start < last or (out and e == out[-1]):
+            continue
+        out.append(e)
+        last = max(last, e.end)
+    return out
+
+
+def analyze(text: str, select: set[str] | None = None) -> Analysis:
+    """All findings of one buffer; tolerant of syntax errors, never raises."""
+    try:
+        source = Source(text)
+    except Exception:  # parso itself failed: nothing to report
+        log.exception("parse failed")
+        return Analysis(Source(""), internal_errors=[traceback.format_exc()])
+    analysis = Analysis(source)
+    try:
+        _run(analysis)
+    except Exception:
+        log.exception("analysis failed")
+        analysis.internal_errors.append(traceback.format_exc())
+    if select:
+        analysis.findings = [f for f in analysis.findings if f.code in select]
+        if analysis.setup is not None and analysis.setup.code not in select:
+            pass  # the set-up still travels with the fixes that need it
+    return analysis
+
+
+def _run(analysis: Analysis) -> None:
+    source = analysis.source
+    env = analysis.env = build_env(source)
+    if not (env.tf_names or env.keras_import or env.horovod()):
+        return  # not a TensorFlow program
+    summary = analysis.summary = summarize(env)
+    problems = restrictions.check(env, summary)
+    ctx = RuleContext(source, env, summary, restrictions.Blocker(problems))
+    findings: list[Finding] = []
+    for module in RULE_MODULES:
+        try:
+            findings.extend(module.check(ctx))
+        except Exception:
+            log.exception("rule module %s failed", module.__name__)
+            analysis.internal_errors.append(traceback.format_exc())
+    analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
+    if analysis.setup is None and not env.horovod():
+        findings = []  # without the set-up no edit can run (a restriction says why)
+    findings += _loop_findings(source, summary)
+    findings += _restriction_findings(source, problems)
+    findings.sort(key=lambda f: (f.start, f.end, f.code))
+    analysis.findings = findings
+
+
+def _loop_findings(source: Source, summary: Summary) -> list[Finding]:
+    out = []
+    for site in summary.sites:
+        if site.distributed:
+            continue
+        start, end = source.span(site.node)
+        related = [Related(*source.span(node), msg) for node, msg in site.related]
+        if site.driver is not None:
+            header = site.driver.children[0]
+            related.insert(0, Related(*source.span(site.driver.children[0]),
+                                      f"the `{header.value}` loop that drives this training step"))
+        code = LOOP_CODES[site.kind]
+        out.append(Finding(code, start, end, codes.LOOPS[code][1], SEVERITY_LOOP, None, related=related))
+    return out
+
+
+def _restriction_findings(source: Source, problems) -> list[Finding]:
+    out = []
+    for p in problems:
+        start, end = source.span(p.node)
+        code = f"HVD-{p.code}"
+        blocks = ", ".join(p.blocks) if p.blocks else "no rule (the analysis may be incomplete)"
+        out.append(Finding(code, start, end, f"{p.message} (blocks {blocks})", SEVERITY_RESTRICTION, None,
+                           blocks=tuple(p.blocks)))
+    return out
+
+
+def convert_text(text: str) -> str:
+    """The whole-file conversion; raises `ParseError` when the input does not parse."""
+    source = Source(text)
+    source.check_parses()
+    analysis = analyze(text)
+    return analysis.converted()
+
+
+__all__ = ["Analysis", "analyze", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

@@ -1,0 +1,252 @@
+"""Small helpers over parso nodes: calls, arguments, dotted names, statements.
+
+parso keeps every token (error tolerant, with prefixes), so these helpers read shapes
+rather than types: a call is an ``atom_expr``/``power`` whose trailer is ``( ... )``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+COMPOUND = {
+    "if_stmt", "for_stmt", "while_stmt", "try_stmt", "with_stmt", "funcdef", "classdef",
+    "decorated", "async_stmt", "async_funcdef", "match_stmt",
+}
+SCOPES = {"funcdef", "classdef", "lambdef"}
+
+
+@dataclass
+class Arg:
+    """One argument of a call: ``keyword`` is None for positionals, ``star`` '', '*' or '**'."""
+
+    node: object          # the whole argument (keyword included)
+    value: object         # the value expression
+    keyword: str | None = None
+    star: str = ""
+
+
+@dataclass
+class Call:
+    """A call ``<callee>(<args>)``; `node` is the atom_expr, `index` the '(' trailer."""
+
+    node: object
+    index: int
+
+    @property
+    def trailer(self):
+        return self.node.children[self.index]
+
+    @property
+    def callee_parts(self) -> list:
+        return self.node.children[: self.index]
+
+    @property
+    def method(self) -> str | None:
+        """`name` of ``receiver.name(...)``, else None."""
+        if self.index >= 1:
+            last = self.node.children[self.index - 1]
+            if last.type == "trailer" and last.children[0] == ".":
+                return last.children[1].value
+        return None
+
+    @property
+    def receiver_parts(self) -> list:
+        return self.node.children[: self.index - 1]
+
+    def receiver_dotted(self) -> str | None:
+        return dotted_parts(self.receiver_parts)
+
+    def callee_dotted(self) -> str | None:
+        return dotted_parts(self.callee_parts)
+
+    @property
+    def args(self) -> list[Arg]:
+        return call_args(self.trailer)
+
+    @property
+    def open_paren(self):
+        return self.trailer.children[0]
+
+    @property
+    def close_paren(self):
+        return self.trailer.children[-1]
+
+    def is_whole(self) -> bool:
+        """True when this call is the last trailer of its atom_expr (not `f().x`)."""
+        return self.index == len(self.node.children) - 1
+
+    def keyword(self, name: str) -> Arg | None:
+        for arg in self.args:
+            if arg.keyword == name:
+                return arg
+        return None
+
+    def positional(self, i: int) -> Arg | None:
+        pos = [a for a in self.args if a.keyword is None and not a.star]
+        return pos[i] if i < len(pos) else None
+
+    def has_star(self) -> bool:
+        return any(a.star for a in self.args)
+
+
+def is_call_trailer(node) -> bool:
+    return node.type == "trailer" and node.children[0] == "("
+
+
+def calls_in(node) -> Iterator[Call]:
+    """Every call in `node`, outermost trailer chains included (``a(x).b(y)`` gives two)."""
+    if node.type in ("atom_expr", "power"):
+        for i, child in enumerate(node.children):
+            if i and is_call_trailer(child):
+                yield Call(node, i)
+    for child in getattr(node, "children", ()):
+        yield from calls_in(child)
+
+
+def as_call(node) -> Call | None:
+    """The call when `node` itself is ``callee(...)`` (the last trailer is the call)."""
+    if node is not None and node.type in ("atom_expr", "power") and len(node.children) > 1:
+        last = len(node.children) - 1
+        if node.children[0] == "await":
+            return None
+        if is_call_trailer(node.children[last]):
+            return Call(node, last)
+    return None
+
+
+def call_args(trailer) -> list[Arg]:
+    if len(trailer.children) < 3:
+        return []
+    inner = trailer.children[1]
+    items = inner.children if inner.type == "arglist" else [inner]
+    args = []
+    for item in items:
+        if item.type == "operator" and item.value == ",":
+            continue
+        if item.type == "argument":
+            first = item.children[0]
+            if first.type == "operator" and first.value in ("*", "**"):
+                args.append(Arg(item, item.children[1], None, first.value))
+            elif len(item.children) >= 3 and item.children[1] == "=":
+                args.append(Arg(item, item.children[2], first.value))
+            else:  # generator argument or walrus
+                args.append(Arg(item, item))
+        elif item.type == "star_expr":
+            args.append(Arg(item, item.children[1], None, "*"))
+        else:
+            args.append(Arg(item, item))
+    return args
+
+
+def dotted(node) -> str | None:
+    """``a.b.c`` for a Name or an attribute chain, else None."""
+    if node is None:
+        return None
+    if node.type == "name":
+        return node.value
+    if node.type in ("atom_expr", "power"):
+        return dotted_parts(node.children)
+    return None
+
+
+def dotted_parts(parts) -> str | None:
+    if not parts or parts[0].type != "name":
+        return None
+    names = [parts[0].value]
+    for trailer in parts[1:]:
+        if trailer.type != "trailer" or trailer.children[0] != ".":
+            return None
+        names.append(trailer.children[1].value)
+    return ".".join(names)
+
+
+def statement_of(node):
+    """The simple statement (``simple_stmt`` child) or compound statement holding `node`."""
+    cur = node
+    while cur.parent is not None:
+        if cur.parent.type == "simple_stmt":
+            return cur
+        if cur.type in COMPOUND:
+            return cur
+        cur = cur.parent
+    return cur
+
+
+def simple_stmt_of(small):
+    """The ``simple_stmt`` line holding a small statement (or None for a bare node)."""
+    parent = small.parent
+    return parent if parent is not None and parent.type == "simple_stmt" else None
+
+
+def enclosing(node, types: set[str]):
+    cur = node.parent
+    while cur is not None:
+        if cur.type in types:
+            return cur
+        cur = cur.parent
+    return None
+
+
+def scope_of(node):
+    """Innermost funcdef/classdef (or the module) holding `node`."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("funcdef", "classdef", "file_input"):
+            return cur
+        cur = cur.parent
+    return None
+
+
+def func_scope_of(node):
+    """Innermost funcdef or the module (classes do not make a name scope for bodies)."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("funcdef", "file_input"):
+            return cur
+        cur = cur.parent
+    return None
+
+
+def conditional_ancestor(node, stop):
+    """The first if/try/while/for/match (or ternary) between `node` and `stop`, if any."""
+    cur = node.parent
+    while cur is not None and cur is not stop:
+        if cur.type in ("if_stmt", "try_stmt", "while_stmt", "for_stmt", "match_stmt", "ternary"):
+            return cur
+        cur = cur.parent
+    return None
+
+
+def walk(node) -> Iterator:
+    yield node
+    for child in getattr(node, "children", ()):
+        yield from walk(child)
+
+
+def contains_text(node, needle: str) -> bool:
+    return needle in node.get_code(include_prefix=False)
+
+
+def assign_parts(expr_stmt):
+    """(targets, value) of ``a = b = value`` / ``a: T = value``; None when not an assignment."""
+    ch = expr_stmt.children
+    if expr_stmt.type != "expr_stmt":
+        return None
+    if len(ch) >= 3 and ch[1] == "=":
+        targets = [ch[i] for i in range(0, len(ch) - 1, 2)]
+        return targets, ch[-1]
+    if len(ch) == 2 and ch[1].type == "annassign":
+        ann = ch[1].children
+        if len(ann) >= 4 and ann[2] == "=":
+            return [ch[0]], ann[3]
+    return None
+
+
+def alone_on_line(small) -> bool:
+    """A small statement that is the only one on its line and starts it (in a block)."""
+    line = simple_stmt_of(small)
+    if line is None or line.parent is None or line.parent.type not in ("suite", "file_input"):
+        return False
+    smalls = [c for c in line.children if c.type != "newline" and not (c.type == "operator" and c.value == ";")]
+    return len(smalls) == 1

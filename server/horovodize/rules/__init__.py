@@ -1,0 +1,14 @@
+"""The rule catalogue: one module per rule family, in conversion order.
+
+Order matters only where two rules insert at the same offset (e.g. HVD050's
+``callbacks=`` before HVD051's ``verbose=`` at a ``fit`` call's closing parenthesis):
+edits at one point are applied in the order the rules yield them.
+"""
+
+from . import data_shard, estimator, gradient_tape, keras_fit, optimizer, rank0_guards, setup_imports
+
+RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, keras_fit, estimator)
+
+RULES: dict[str, tuple[str, str]] = {}
+for _module in RULE_MODULES:
+    RULES.update(_module.RULES)

@@ -1,0 +1,56 @@
+"""Estimator rules (TF1, ``tensorflow.compat.v1``): ``hooks`` gain
+``hvd.BroadcastGlobalVariablesHook(0)`` (HVD060); only rank 0 writes ``model_dir`` (HVD061).
+
+Requires: env (estimator bindings).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import nodes as N
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+
+RULES = {
+    "HVD060": ("broadcast-hook", "Add hvd.BroadcastGlobalVariablesHook(0) to the hooks"),
+    "HVD061": ("rank0-model-dir", "Write the model directory on rank 0 only"),
+}
+HOOKS_POS = 1          # Estimator.train(input_fn, hooks=None, steps=None, ...)
+ATOMIC = ("name", "atom", "atom_expr", "power")
+
+
+def train_calls(ctx: RuleContext) -> Iterator[N.Call]:
+    for call in N.calls_in(ctx.source.module):
+        if call.method == "train" and ctx.env.lookup(call.receiver_dotted(), call.node, "estimator"):
+            yield call
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    hvd = ctx.hvd
+    for call in train_calls(ctx):
+        if call.has_star() or ctx.blocked("HVD060", call.node):
+            continue
+        hook = f"{hvd}.BroadcastGlobalVariablesHook(0)"
+        arg = call.keyword("hooks") or call.positional(HOOKS_POS)
+        if arg is None:
+            edits = [ctx.add_keyword(call, f"hooks=[{hook}]")]
+        elif mentions_hvd(arg.value, ctx):
+            continue
+        elif arg.value.type in ATOMIC:
+            edits = ctx.wrap(arg.value, "", f" + [{hook}]")
+        else:
+            edits = ctx.wrap(arg.value, "(", f") + [{hook}]")
+        yield finding(ctx, "HVD060", call.node, "Estimator training does not broadcast the initial variables",
+                      Fix(RULES["HVD060"][1], edits))
+    for b in ctx.env.bindings:
+        if b.role != "estimator":
+            continue
+        call = N.as_call(b.value)
+        arg = call.keyword("model_dir") if call else None
+        if arg is None or mentions_hvd(arg.value, ctx) or ctx.blocked("HVD061", b.stmt, b):
+            continue
+        value = arg.value
+        edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") if value.type in ("ternary", "lambdef") \
+            else ctx.wrap(value, "", f" if {hvd}.rank() == 0 else None")
+        yield finding(ctx, "HVD061", value, "every rank writes checkpoints to model_dir",
+                      Fix(RULES["HVD061"][1], edits))

@@ -1,0 +1,85 @@
+"""Keras ``fit`` rules: broadcast the initial state with
+``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first and run the user's own
+callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051).
+
+Requires: env (model bindings, or a name the file calls ``compile`` on), loop (flavour).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import nodes as N
+from ..source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+
+RULES = {
+    "HVD050": ("broadcast-callback", "Broadcast initial variables with a Horovod callback"),
+    "HVD051": ("rank0-verbose", "Show progress on rank 0 only"),
+}
+# Keras Model.fit(x, y, batch_size, epochs, verbose, callbacks, ...)
+VERBOSE_POS, CALLBACKS_POS = 4, 5
+LOW_PRECEDENCE = ("ternary", "lambdef", "namedexpr_test", "test")
+
+
+def fit_calls(ctx: RuleContext) -> Iterator[N.Call]:
+    """Every ``model.fit(...)`` on something the file knows to be a Keras model."""
+    compiled = {c.receiver_dotted() for c in N.calls_in(ctx.source.module) if c.method == "compile"}
+    for call in N.calls_in(ctx.source.module):
+        if call.method != "fit":
+            continue
+        receiver = call.receiver_dotted()
+        if receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
+            yield call
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    for call in fit_calls(ctx):
+        if call.has_star():
+            continue
+        yield from _callbacks(ctx, call)
+        yield from _verbose(ctx, call)
+
+
+def _arg(call: N.Call, name: str, pos: int):
+    return call.keyword(name) or call.positional(pos)
+
+
+def _paren(ctx: RuleContext, node, text_before="", text_after="") -> list[Edit]:
+    if node.type in LOW_PRECEDENCE:
+        return ctx.wrap(node, text_before + "(", ")" + text_after)
+    return ctx.wrap(node, text_before, text_after)
+
+
+def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
+    if ctx.blocked("HVD050", call.node):
+        return
+    hvd = ctx.hvd
+    broadcast = f"{hvd}.callbacks.BroadcastGlobalVariablesCallback(0)"
+    arg = _arg(call, "callbacks", CALLBACKS_POS)
+    if arg is None:
+        edits = [ctx.add_keyword(call, f"callbacks=[{broadcast}]")]
+    elif mentions_hvd(arg.value, ctx) or "BroadcastGlobalVariables" in arg.value.get_code(include_prefix=False):
+        return
+    elif arg.value.type == "keyword" and arg.value.value == "None":
+        start, end = ctx.source.span(arg.value)
+        edits = [Edit(start, end, f"[{broadcast}]")]
+    else:
+        edits = _paren(ctx, arg.value, f"[{broadcast}] + (", f" if {hvd}.rank() == 0 else [])")
+    yield finding(ctx, "HVD050", call.node, "fit does not broadcast the initial variables from rank 0",
+                  Fix(RULES["HVD050"][1], edits))
+
+
+def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
+    if ctx.blocked("HVD051", call.node):
+        return
+    hvd = ctx.hvd
+    arg = _arg(call, "verbose", VERBOSE_POS)
+    if arg is None:
+        edits = [ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")]
+    elif mentions_hvd(arg.value, ctx):
+        return
+    else:
+        edits = _paren(ctx, arg.value, "", f" if {hvd}.rank() == 0 else 0")
+    yield finding(ctx, "HVD051", call.node, "every rank prints fit progress",
+                  Fix(RULES["HVD051"][1], edits))

@@ -1,0 +1,103 @@
+"""Set-up rules: one Horovod import, ``hvd.init()`` and GPU pinning per file (HVD001,
+HVD002), and no hand-picked ``CUDA_VISIBLE_DEVICES`` (HVD003).
+
+Requires: env (import aliases, top-of-file block), loop (which Horovod module).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import nodes as N
+from ..source import Edit
+from .base import Finding, Fix, RuleContext, finding
+
+RULES = {
+    "HVD001": ("horovod-setup", "Add Horovod set-up (import, hvd.init(), GPU pinning)"),
+    "HVD002": ("horovod-keras-setup", "Add Horovod Keras set-up (import, hvd.init(), GPU pinning)"),
+    "HVD003": ("drop-cuda-visible-devices", "Remove CUDA_VISIBLE_DEVICES: each rank pins its GPU"),
+}
+
+
+def setup_code(ctx: RuleContext) -> str:
+    """The set-up block, one statement per line, ``\\n``-separated and unindented."""
+    env, unit = ctx.env, ctx.source.indent_unit
+    lines = []
+    tf = env.tf_alias()
+    if tf is None:  # `from tensorflow import keras` only: the pinning needs the module
+        tf = "tf" if "tf" not in env.aliases else "hvd_tf"
+        lines.append(f"import tensorflow as {tf}")
+    lines += [
+        f"import {ctx.summary.hvd_module} as hvd",
+        "hvd.init()",
+        f"gpus = {tf}.config.experimental.list_physical_devices('GPU')",
+        "for gpu in gpus:",
+        f"{unit}{tf}.config.experimental.set_memory_growth(gpu, True)",
+        "if gpus:",
+        f"{unit}{tf}.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')",
+    ]
+    return "\n".join(lines)
+
+
+def setup_site(ctx: RuleContext) -> Finding | None:
+    """The HVD001/HVD002 finding with the set-up edit, or None when not applicable."""
+    env = ctx.env
+    if env.horovod() or (env.tf_import is None and env.keras_import is None):
+        return None
+    anchor = env.top_imports_end
+    code = "HVD002" if ctx.summary.hvd_module.endswith("keras") else "HVD001"
+    site_node = env.tf_import or env.keras_import
+    if anchor is None or ctx.blocked(code, site_node):
+        return None
+    edit = ctx.insert_after_stmt(anchor, setup_code(ctx), indent="")
+    message = ("TensorFlow Keras program without Horovod set-up" if code == "HVD002"
+               else "TensorFlow program without Horovod set-up")
+    return finding(ctx, code, site_node, message, Fix(RULES[code][1], [edit], needs_setup=False))
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    site = setup_site(ctx)
+    if site is not None:
+        yield site
+    yield from _cuda_visible_devices(ctx)
+
+
+def _cuda_visible_devices(ctx: RuleContext) -> Iterator[Finding]:
+    os_names = {n for n, q in ctx.env.aliases.items() if q == "os"}
+    for node in N.walk(ctx.source.module):
+        if node.type != "expr_stmt":
+            continue
+        parts = N.assign_parts(node)
+        if not parts or len(parts[0]) != 1:
+            continue
+        target = parts[0][0]
+        code = target.get_code(include_prefix=False).replace(" ", "")
+        if not any(code in (f"{o}.environ['CUDA_VISIBLE_DEVICES']", f'{o}.environ["CUDA_VISIBLE_DEVICES"]') for o in os_names):
+            continue
+        if ctx.blocked("HVD003", node):
+            continue
+        edit = _delete_statement(ctx, node)
+        if edit is not None:
+            yield finding(ctx, "HVD003", node, "CUDA_VISIBLE_DEVICES is set by hand; Horovod pins one GPU per rank",
+                          Fix(RULES["HVD003"][1], [edit]))
+
+
+def _delete_statement(ctx: RuleContext, small) -> Edit | None:
+    """Delete a statement alone on its line; keep a trailing comment; `pass` if the block empties."""
+    src = ctx.source
+    line = N.simple_stmt_of(small)
+    if line is None or len([c for c in line.children if c.type != "newline"]) != 1:
+        return None
+    if line.parent is None or line.parent.type not in ("suite", "file_input"):
+        return None
+    start = src.line_start(src.offset(small.start_pos))
+    stmt_start = src.offset(small.start_pos)
+    end = src.offset(small.end_pos)
+    newline_leaf = line.children[-1]
+    comment_start = src.text.find("#", end, src.offset(newline_leaf.start_pos) if newline_leaf.type == "newline" else src.line_end(end))
+    siblings = [c for c in line.parent.children if c.type in ("simple_stmt",) or c.type in N.COMPOUND]
+    if line.parent.type == "suite" and len(siblings) == 1:
+        return Edit(stmt_start, end, "pass")
+    if comment_start != -1:
+        return Edit(stmt_start, comment_start, "")
+    return Edit(start, src.line_end(end), "")

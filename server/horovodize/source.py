@@ -1,0 +1,148 @@
+"""Source text, its parso tree, and text edits over it.
+
+Everything downstream speaks in *character offsets* into the original text (Python ``str``
+indices, i.e. code points). parso speaks in (1-based line, code-point column); the LSP
+adapter converts offsets to UTF-16/UTF-8/UTF-32 positions itself. An `Edit` replaces
+``text[start:end]`` and is never a reprint of the file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import parso
+from parso.python import tree as pt
+
+GRAMMAR = parso.load_grammar(version="3.13")
+
+
+class ParseError(Exception):
+    """The text is not valid Python; carries the first error's 1-based line/column."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}: syntax error: {self.message}"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace ``text[start:end]`` by ``new_text`` (an insertion when start == end)."""
+
+    start: int
+    end: int
+    new_text: str
+
+
+@dataclass(frozen=True)
+class SyntaxIssue:
+    start: int
+    end: int
+    message: str
+
+
+class Source:
+    """One buffer: text, line table, parso module, newline and indentation style."""
+
+    def __init__(self, text: str, module: pt.Module | None = None):
+        self.text = text
+        self.module = module if module is not None else GRAMMAR.parse(text)
+        # Offsets of the first character of each line; parso counts \r\n, \r and \n.
+        self._line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    # -- positions -----------------------------------------------------------------
+    def offset(self, pos: tuple[int, int]) -> int:
+        """parso (1-based line, column) -> offset."""
+        line, col = pos
+        if line - 1 >= len(self._line_starts):
+            return len(self.text)
+        return min(self._line_starts[line - 1] + col, len(self.text))
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """offset -> (0-based line, code-point column)."""
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line, offset - self._line_starts[line]
+
+    def line_start(self, offset: int) -> int:
+        return self._line_starts[bisect.bisect_right(self._line_starts, offset) - 1]
+
+    def line_end(self, offset: int) -> int:
+        """Offset just after the line break of the line holding `offset` (or EOF)."""
+        idx = bisect.bisect_right(self._line_starts, offset)
+        return self._line_starts[idx] if idx < len(self._line_starts) else len(self.text)
+
+    def span(self, node) -> tuple[int, int]:
+        """Offsets of a node without its prefix (comments/whitespace before it)."""
+        return self.offset(node.start_pos), self.offset(node.end_pos)
+
+    def code(self, node) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    # -- style ---------------------------------------------------------------------
+    @cached_property
+    def newline(self) -> str:
+        m = re.search(r"\r\n|\r|\n", self.text)
+        return m.group(0) if m else "\n"
+
+    @cached_property
+    def indent_unit(self) -> str:
+        """The file's own indentation step (first indented block), default 4 spaces."""
+        for node in self.module.iter_funcdefs():
+            unit = self._suite_indent(node)
+            if unit:
+                return unit
+        m = re.search(r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\r?\n(?:[ \t]*\r?\n)*([ \t]+)\S", self.text, re.M)
+        return m.group(1) if m else "    "
+
+    def _suite_indent(self, node) -> str:
+        suite = node.children[-1]
+        if suite.type == "suite":
+            first = suite.children[1] if len(suite.children) > 1 else None
+            if first is not None:
+                return self.indent_of(first)[len(self.indent_of(node)):]
+        return ""
+
+    def indent_of(self, node) -> str:
+        """Leading whitespace of the line on which `node` starts."""
+        start = self.line_start(self.offset(node.start_pos))
+        m = re.match(r"[ \t]*", self.text[start:])
+        return m.group(0)
+
+    # -- errors --------------------------------------------------------------------
+    @cached_property
+    def syntax_issues(self) -> list[SyntaxIssue]:
+        issues = []
+        for err in GRAMMAR.iter_errors(self.module):
+            issues.append(
+                SyntaxIssue(self.offset(err.start_pos), self.offset(err.end_pos), err.message)
+            )
+        return issues
+
+    def check_parses(self) -> None:
+        """Raise `ParseError` for the first syntax error, if any."""
+        if self.syntax_issues:
+            first = min(self.syntax_issues, key=lambda i: i.start)
+            line, col = self.position(first.start)
+            msg = first.message.removeprefix("SyntaxError: ")
+            raise ParseError(msg, line + 1, col + 1)
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (insertions at one point keep their given order)."""
+    out, last = [], 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < last:
+            raise ValueError(f"overlapping edits at offset {edit.start}")
+        out.append(text[last : edit.start])
+        out.append(edit.new_text)
+        last = edit.end
+    out.append(text[last:])
+    return "".join(out)
