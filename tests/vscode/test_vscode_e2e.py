@@ -1,0 +1,358 @@
+"""Real-editor end-to-end test: the packaged extension in code-server, driven in headless Chromium.
+
+Everything it needs is prepared by ``make vscode-env`` (scripts/vscode_env.sh): code-server
+4.100.3 in .cache/code-server, the .vsix in vscode-client/, playwright-core in
+tests/vscode/node_modules, and Debian's chromium. The language server is the project venv's
+(``sys.executable`` of this pytest, i.e. .venv/bin/python) ``python -m horovodize serve``.
+
+The browser part lives in e2e.mjs; this file builds the workspace, computes the expected
+conversions with ``horovodize convert``, runs code-server in its own process group, runs the
+script, and always stops code-server, the script, Chromium and every child they started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.vscode
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+CODE_SERVER = ROOT / ".cache" / "code-server" / "node_modules" / ".bin" / "code-server"
+VSIX = ROOT / "vscode-client" / "horovodize-0.1.0.vsix"
+PLAYWRIGHT = HERE / "node_modules" / "playwright-core"
+SCRIPT = HERE / "e2e.mjs"
+CHROMIUM = Path("/usr/bin/chromium")
+# Screenshots of each step go to docs/images (used by docs/vscode.md); override to keep the
+# work tree clean, e.g. HOROVODIZE_E2E_SCREENSHOTS=/tmp/shots.
+IMAGES = Path(os.environ.get("HOROVODIZE_E2E_SCREENSHOTS", ROOT / "docs" / "images"))
+
+RESTRICTION = "HVD-R7"  # optimizer created inside an `if` in TRAIN_PY
+SCRIPT_TIMEOUT = int(os.environ.get("HOROVODIZE_E2E_TIMEOUT", "420"))  # seconds for the browser session
+
+# A single-GPU GradientTape program with a restriction violation: the optimizer is created
+# inside an `if` (HVD-R7), so hovering it must show the restriction's explanation.
+TRAIN_PY = '''\
+"""Single-GPU training with a custom GradientTape loop."""
+import tensorflow as tf
+
+dataset = tf.data.Dataset.from_tensor_slices(
+    (tf.random.normal([256, 28, 28]), tf.random.uniform([256], maxval=10, dtype=tf.int64))
+).batch(32)
+
+model = tf.keras.Sequential([
+    tf.keras.layers.Flatten(input_shape=(28, 28)),
+    tf.keras.layers.Dense(64, activation="relu"),
+    tf.keras.layers.Dense(10),
+])
+loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+use_adam = True
+if use_adam:
+    optimizer = tf.keras.optimizers.Adam(learning_rate=0.001)
+
+
+@tf.function
+def train_step(images, labels):
+    with tf.GradientTape() as tape:
+        logits = model(images, training=True)
+        loss = loss_fn(labels, logits)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+for step, (images, labels) in enumerate(dataset.take(20)):
+    loss = train_step(images, labels)
+    if step % 5 == 0:
+        print("step", step, "loss", float(loss))
+'''
+
+KERAS_TRAIN_PY = '''\
+"""Single-GPU training with Keras compile/fit."""
+import tensorflow as tf
+
+(x_train, y_train) = (tf.random.normal([512, 28, 28]), tf.random.uniform([512], maxval=10, dtype=tf.int64))
+
+model = tf.keras.Sequential([
+    tf.keras.layers.Flatten(input_shape=(28, 28)),
+    tf.keras.layers.Dense(128, activation="relu"),
+    tf.keras.layers.Dense(10),
+])
+optimizer = tf.keras.optimizers.SGD(learning_rate=0.01)
+model.compile(
+    optimizer=optimizer,
+    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+)
+model.fit(x_train, y_train, batch_size=64, epochs=2, verbose=1)
+model.save_weights("weights.h5")
+'''
+
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "security.workspace.trust.enabled": False,
+    "extensions.ignoreRecommendations": True,
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "chat.disableAIFeatures": True,
+    "files.autoSave": "off",
+    "editor.formatOnSave": False,
+    "editor.hover.delay": 300,
+    "editor.minimap.enabled": False,
+    "git.enabled": False,
+    "window.commandCenter": False,
+}
+
+
+# ------------------------------------------------------------------ process helpers
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may contain spaces and parentheses.
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def descendants(pid: int) -> list[int]:
+    kids, out, todo = _children(), [], [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().split(b") ")[-1][:1] != b"Z"
+    except OSError:
+        return False
+
+
+def kill_tree(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """Stop ``proc`` (started with start_new_session=True), its process group and every
+    descendant, including those that moved to their own session (Chromium, terminals)."""
+    victims = [proc.pid, *descendants(proc.pid)]
+    # start_new_session=True made proc the leader of group proc.pid: that group also holds
+    # children orphaned by an early exit of proc (they are no longer its descendants).
+    groups = {proc.pid}
+    for pid in victims:
+        try:
+            groups.add(os.getpgid(pid))
+        except ProcessLookupError:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in groups:
+            if pgid == os.getpgid(0):
+                continue  # never our own group
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()
+            if not any(_alive(p) for p in victims):
+                break
+            time.sleep(0.1)
+        else:
+            continue
+        break
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tail(path: Path, lines: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# ------------------------------------------------------------------ fixtures
+def require_env() -> dict[str, Path]:
+    """The prepared environment, or a test failure (not a skip) naming `make vscode-env`."""
+    missing = [str(p) for p in (CODE_SERVER, VSIX, PLAYWRIGHT, CHROMIUM) if not p.exists()]
+    if shutil.which("node") is None:
+        missing.append("node")
+    if missing:
+        pytest.fail(
+            "the real-editor test environment is missing (" + ", ".join(missing) + "): run `make vscode-env`",
+            pytrace=False,
+        )
+    horovodize = Path(sys.executable).parent / "horovodize"
+    if not horovodize.exists():
+        pytest.fail(f"{horovodize} not found: run the suite from the project venv (`make venv`)", pytrace=False)
+    return {"code_server": CODE_SERVER, "vsix": VSIX, "horovodize": horovodize}
+
+
+@pytest.fixture(scope="module")
+def vscode_env() -> dict[str, Path]:
+    return require_env()
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, vscode_env) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("vscode-e2e")
+    ws = base / "ws"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "train.py").write_text(TRAIN_PY, encoding="utf-8")
+    (ws / "keras_train.py").write_text(KERAS_TRAIN_PY, encoding="utf-8")
+    (ws / ".vscode" / "settings.json").write_text(
+        json.dumps({"horovodize.interpreter": sys.executable}, indent=2) + "\n", encoding="utf-8")
+    expected = base / "expected"
+    expected.mkdir()
+    for name in ("train.py", "keras_train.py"):
+        out = subprocess.run([str(vscode_env["horovodize"]), "convert", name], cwd=ws,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, f"horovodize convert {name} failed:\n{out.stderr}"
+        assert out.stdout != (ws / name).read_text(), f"horovodize convert {name} changed nothing"
+        (expected / name).write_text(out.stdout, encoding="utf-8", newline="")
+    check = subprocess.run([str(vscode_env["horovodize"]), "check", "train.py"], cwd=ws,
+                           capture_output=True, text=True, timeout=120)
+    for code in ("HVD100", RESTRICTION):
+        assert f" {code} " in check.stdout, f"`horovodize check train.py` does not report {code}:\n{check.stdout}"
+    explain = subprocess.run([str(vscode_env["horovodize"]), "explain", RESTRICTION],
+                             capture_output=True, text=True, timeout=60)
+    assert explain.returncode == 0, explain.stderr
+    # The hover renders the explanation's markdown: look for its title line as plain text.
+    title = next(line for line in explain.stdout.splitlines() if line.strip())
+    hover_text = title.lstrip("#").strip().replace("`", "").replace("*", "")
+    return {"base": base, "ws": ws, "expected": expected, "hover_text": hover_text}
+
+
+@pytest.fixture(scope="module")
+def code_server(request, vscode_env, workspace):
+    base = workspace["base"]
+    ext_dir, data_dir = base / "extensions", base / "user-data"
+    (data_dir / "User").mkdir(parents=True)
+    (data_dir / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(base / "xdg-config"), XDG_DATA_HOME=str(base / "xdg-data"))
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+    install = subprocess.run(
+        [str(vscode_env["code_server"]), "--install-extension", str(vscode_env["vsix"]),
+         "--extensions-dir", str(ext_dir), "--user-data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=180, env=env, start_new_session=True)
+    assert install.returncode == 0 and "successfully installed" in install.stdout, (
+        f"installing the .vsix failed:\n{install.stdout}\n{install.stderr}")
+
+    port = free_port()
+    config = base / "code-server.yaml"
+    config.write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
+    log_path = base / "code-server.log"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        [str(vscode_env["code_server"]), "--config", str(config), "--bind-addr", f"127.0.0.1:{port}",
+         "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+         "--disable-getting-started-override", "--ignore-last-opened",
+         "--extensions-dir", str(ext_dir), "--user-data-dir", str(data_dir), str(workspace["ws"])],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        start_new_session=True)  # its own process group: the finalizer kills all of it
+
+    def stop():
+        kill_tree(proc)
+        log.close()
+
+    request.addfinalizer(stop)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"code-server exited with {proc.returncode}:\n{tail(log_path)}", pytrace=False)
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"code-server did not answer on {url} within 90 s:\n{tail(log_path)}", pytrace=False)
+        time.sleep(0.3)
+    return {"url": url, "proc": proc, "log": log_path, "data_dir": data_dir}
+
+
+# ------------------------------------------------------------------ the test
+def test_extension_in_code_server(request, tmp_path):
+    require_env()  # checked in the test body so that a missing environment is a failure
+    workspace = request.getfixturevalue("workspace")
+    code_server = request.getfixturevalue("code_server")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    ws, expected = workspace["ws"], workspace["expected"]
+    config = {
+        "url": code_server["url"],
+        "workspace": str(ws),
+        "chromium": str(CHROMIUM),
+        "screenshots": str(IMAGES),
+        "failureScreenshot": str(tmp_path / "failure.png"),
+        "browserProfile": str(tmp_path / "chromium-profile"),
+        "restriction": {"code": RESTRICTION, "hoverText": workspace["hover_text"]},
+        "files": {
+            name: {"path": str(ws / name), "expected": str(expected / name)}
+            for name in ("train.py", "keras_train.py")
+        },
+    }
+    config_path = tmp_path / "e2e.json"
+    config_path.write_text(json.dumps(config, indent=2))
+
+    proc = subprocess.Popen(["node", str(SCRIPT), str(config_path)], cwd=HERE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc)
+        out, _ = proc.communicate()
+        out += f"\n(e2e.mjs killed after {SCRIPT_TIMEOUT} s)"
+    finally:
+        kill_tree(proc)  # Chromium runs in its own process group: make sure it is gone
+
+    if proc.returncode != 0:
+        server_logs = sorted(code_server["data_dir"].glob("logs/**/*Horovodize*.log"))
+        extra = "\n".join(f"--- {p.name}\n{tail(p, 40)}" for p in server_logs)
+        pytest.fail(
+            f"e2e.mjs failed (exit {proc.returncode}); screenshot at {config['failureScreenshot']}\n"
+            f"{out}\n--- code-server log\n{tail(code_server['log'], 40)}\n{extra}",
+            pytrace=False,
+        )
+    print(out)
+    # The saved files are exactly what `horovodize convert` prints.
+    for name in ("train.py", "keras_train.py"):
+        assert (ws / name).read_text(encoding="utf-8") == (expected / name).read_text(encoding="utf-8"), name
