@@ -1,14 +1,23 @@
 """The environment pass (σ of the seeds): which names hold tensorflow, keras, the
 optimizer, dataset, checkpoint, model, estimator, schedule and tape.
 
-One walk over the module in source order records import aliases and *bindings*
-(``name = <call>`` whose callee resolves to a known TensorFlow constructor). Names are
-keyed by scope (function or module; ``self.x`` by class) so a loop split over functions
-and methods still finds its optimizer. The facts the restriction checks need (creation
-count, condition, aliasing, reassignment) are recorded here once and read by both the
-restriction checks and the rules.
+One iterative walk indexes the module (`Index`: calls, with-items, assignments, names,
+returns, each with its *owner* — the function, class body, lambda or module whose code
+it is). Then, in source order: import aliases, member aliases (``Adam =
+tf.optimizers.Adam``, resolved *and* reported as R3), Keras model classes, and
+*bindings* (``name = <call>`` whose callee resolves to a known TensorFlow constructor).
+Names are keyed by scope (function or module; ``self.x`` by class) and looked up through
+a dictionary, so the lookups the rules make on every call are O(1) in the file size.
 
-Requires: source. Provides: `Env`.
+A name that is a *parameter* resolves through the function's call sites
+(``train_step(model, opt, x)`` called with ``opt = tf.keras.optimizers.SGD(...)``), so a
+loop split over functions and methods still finds its optimizer, dataset and model.
+
+The facts the restriction checks need (creation count, condition, aliasing,
+reassignment: R2, R3, R5–R7, R9, R10) are recorded here once as `Problem`s and read by
+both `restrictions.py` (which reports them) and the rules (through `Blocker`).
+
+Requires: source. Provides: `Env`, `Binding`, `Problem`, `Index`.
 """
 
 from __future__ import annotations
@@ -34,6 +43,24 @@ COMPILE_STRINGS = {"adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad"
                    "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam", "ftrl": "Ftrl"}
 
 ROLES = ("optimizer", "dataset", "checkpoint", "model", "estimator", "lr_schedule")
+SETUP = ("HVD001", "HVD002")
+# The rules that act on an object of each role (what a restriction on it blocks).
+ROLE_RULES = {
+    "optimizer": ("HVD010", "HVD011", "HVD021"),
+    "dataset": ("HVD040",),
+    "checkpoint": ("HVD031",),
+    "model": ("HVD032", "HVD050", "HVD051"),
+    "estimator": ("HVD060", "HVD061"),
+    "lr_schedule": ("HVD013",),
+    "tape": ("HVD020",),
+}
+# Qualified names through which an object the conversion rewrites can be reached (R3).
+RELEVANT_MEMBERS = (
+    "tensorflow.GradientTape", "tensorflow.keras.optimizers", "tensorflow.train",
+    "tensorflow.data", "tensorflow.estimator", "tensorflow.keras.Sequential",
+    "tensorflow.keras.Model", "tensorflow.keras.applications", "tensorflow.keras.load_model",
+)
+MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras")
 
 
 def canonical(q: str | None) -> str | None:
@@ -48,14 +75,38 @@ def canonical(q: str | None) -> str | None:
         if q == old or q.startswith(old + "."):
             q = new + q[len(old):]
             break
-    q = q.replace("tensorflow.optimizers", "tensorflow.keras.optimizers", 1) if q.startswith("tensorflow.optimizers") else q
+    if q == "tensorflow.optimizers" or q.startswith("tensorflow.optimizers."):
+        q = "tensorflow.keras" + q[len("tensorflow"):]
     q = q.replace("tensorflow.keras.optimizers.legacy.", "tensorflow.keras.optimizers.")
     q = q.replace("tensorflow.keras.optimizers.experimental.", "tensorflow.keras.optimizers.")
     q = q.replace("tensorflow.keras.models.", "tensorflow.keras.")
     return q
 
 
-@dataclass
+def member_role(q: str | None) -> tuple[str, str] | None:
+    """(role, class) when the canonical name `q` constructs an object a rule rewrites."""
+    if not q:
+        return None
+    last = q.rsplit(".", 1)[-1]
+    if q.startswith("tensorflow.keras.optimizers.schedules."):
+        return "lr_schedule", last
+    if q.startswith("tensorflow.keras.optimizers.") and last in KERAS_OPTIMIZERS:
+        return "optimizer", last
+    if q.startswith("tensorflow.train.") and last in TF1_OPTIMIZERS:
+        return "optimizer", last
+    if q.startswith("tensorflow.data."):
+        return "dataset", last
+    if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
+        return "checkpoint", last
+    if q in ("tensorflow.keras.Sequential", "tensorflow.keras.Model", "tensorflow.keras.load_model") or \
+            q.startswith("tensorflow.keras.applications."):
+        return "model", last
+    if q.startswith("tensorflow.estimator.") and last.endswith(("Estimator", "Classifier", "Regressor")):
+        return "estimator", last
+    return None
+
+
+@dataclass(eq=False)
 class Binding:
     """``name = <call>`` (or a ``with`` item) giving `name` a role."""
 
@@ -64,14 +115,20 @@ class Binding:
     stmt: object                 # expr_stmt / with_item
     value: object                # the right-hand side
     scope: object                # funcdef / classdef (for self.x) / file_input
-    conditional: object = None   # the if/try/... it is created under (R7)
+    conditional: object = None   # the if/match/except/ternary it is created under (R7)
     detail: str = ""             # e.g. optimizer class name
     tf1: bool = False
+    loop: object = None          # the for/while (inside its scope) it is created in (R5)
 
 
-@dataclass
+@dataclass(eq=False)
 class Problem:
-    """A violated restriction found by the environment pass (reported by restrictions.py)."""
+    """A violated restriction (reported by restrictions.py, enforced by `Blocker`).
+
+    A rule site is blocked when the rule's code is in `blocks` and the site is the
+    problem's `node`, one of its `sites` (nodes or bindings), or inside its `region`;
+    `everywhere` (set when the Horovod set-up itself is blocked) stops every rule.
+    """
 
     code: str          # "R5", "T4", ...
     node: object
@@ -80,12 +137,79 @@ class Problem:
     binding: Binding | None = None
     region: object = None        # every site inside this node is blocked
     everywhere: bool = False     # the set-up is blocked, so is every rule
+    sites: list = field(default_factory=list)      # further nodes / bindings it blocks
+    related: list = field(default_factory=list)    # (node, message) pointers for the diagnostic
+
+
+# -- the index -----------------------------------------------------------------------------
+OWNERS = ("funcdef", "classdef", "lambdef")
 
 
 @dataclass
+class Index:
+    """Everything the passes read, collected by one walk, in source order."""
+
+    calls: list = field(default_factory=list)          # (Call, owner)
+    with_items: list = field(default_factory=list)     # (with_item, owner)
+    assignments: list = field(default_factory=list)    # (expr_stmt, owner)
+    imports: list = field(default_factory=list)
+    funcdefs: list = field(default_factory=list)
+    classdefs: list = field(default_factory=list)
+    returns: dict = field(default_factory=dict)        # id(owner) -> [return_stmt]
+    names: dict = field(default_factory=dict)          # value -> [name leaf]
+    globals: list = field(default_factory=list)        # global_stmt / nonlocal_stmt
+    owned_calls: dict = field(default_factory=dict)    # id(owner) -> [Call]
+    owned_withs: dict = field(default_factory=dict)    # id(owner) -> [with_item]
+    def_owner: dict = field(default_factory=dict)      # id(funcdef/classdef) -> owner it is defined in
+
+
+def build_index(module) -> Index:
+    idx = Index()
+    stack = [(module, module)]
+    while stack:
+        node, owner = stack.pop()
+        t = node.type
+        children = getattr(node, "children", None)
+        if t == "name":
+            idx.names.setdefault(node.value, []).append(node)
+            continue
+        if children is None:
+            continue
+        inner = owner
+        if t in OWNERS:
+            inner = node
+            idx.def_owner[id(node)] = owner
+            if t == "funcdef":
+                idx.funcdefs.append(node)
+            elif t == "classdef":
+                idx.classdefs.append(node)
+        elif t in ("atom_expr", "power"):
+            for i in range(1, len(children)):
+                if N.is_call_trailer(children[i]):
+                    call = N.Call(node, i)
+                    idx.calls.append((call, owner))
+                    idx.owned_calls.setdefault(id(owner), []).append(call)
+        elif t == "with_item":
+            idx.with_items.append((node, owner))
+            idx.owned_withs.setdefault(id(owner), []).append(node)
+        elif t == "expr_stmt":
+            idx.assignments.append((node, owner))
+        elif t in ("import_name", "import_from"):
+            idx.imports.append(node)
+        elif t == "return_stmt":
+            idx.returns.setdefault(id(owner), []).append(node)
+        elif t in ("global_stmt", "nonlocal_stmt"):
+            idx.globals.append(node)
+        for child in reversed(children):
+            stack.append((child, inner))
+    return idx
+
+
+# -- the environment -----------------------------------------------------------------------
+@dataclass(eq=False)
 class Env:
     source: Source
-    aliases: dict[str, str] = field(default_factory=dict)        # local name -> canonical module/member
+    aliases: dict[str, str] = field(default_factory=dict)        # local name -> module/member
     tf_names: set[str] = field(default_factory=set)
     tf1: bool = False
     keras_import: object = None                                   # `from tensorflow import keras` node
@@ -97,10 +221,27 @@ class Env:
     top_block_end: object = None                                  # first statement after the top block
     bindings: list[Binding] = field(default_factory=list)
     tapes: list[Binding] = field(default_factory=list)
-    classes: dict[str, object] = field(default_factory=dict)      # model subclasses
-    functions: dict[str, list] = field(default_factory=dict)      # name -> funcdefs
+    classes: dict[str, object] = field(default_factory=dict)      # Keras model subclasses
+    all_classes: dict[str, object] = field(default_factory=dict)  # every class of the file
+    class_bases: dict[str, list] = field(default_factory=dict)    # class -> local base class names
+    functions: dict[str, list] = field(default_factory=dict)      # name -> funcdefs (methods too)
     problems: list[Problem] = field(default_factory=list)
-    member_aliases: dict[str, object] = field(default_factory=dict)
+    member_aliases: dict[str, object] = field(default_factory=dict)   # R3: name -> alias statement
+    module_aliases: dict[str, object] = field(default_factory=dict)   # R2: name -> statement
+    index: Index = field(default_factory=Index)
+    global_names: dict[int, set] = field(default_factory=dict)   # id(funcdef) -> names declared global
+
+    def __post_init__(self):
+        self._by_key: dict[tuple, list[Binding]] = {}
+        self._by_value: dict[int, Binding] = {}
+        self._methods: dict[int, dict] = {}
+        self._targets: dict[tuple, object] = {}
+        self._callers: dict[int, list] | None = None
+        self._building_callers = False
+        self._param_memo: dict[tuple, Binding | None] = {}
+        self._param_active: set[tuple] = set()
+        self._params: dict[int, list] = {}
+        self.ready = False
 
     # -- resolution ----------------------------------------------------------------
     def qualname(self, node_or_parts) -> str | None:
@@ -123,70 +264,282 @@ class Env:
             cur = cur.parent
         return chain
 
-    def lookup(self, name: str | None, at, role: str | None = None) -> Binding | None:
-        """The binding of `name` visible at node `at` (``self.x`` through the class)."""
-        if not name:
+    def add_binding(self, b: Binding) -> None:
+        self.bindings.append(b)
+        self._by_key.setdefault((b.name, id(b.scope)), []).append(b)
+        if b.value is not None:
+            self._by_value.setdefault(id(b.value), b)
+
+    def bindings_of(self, name: str, scope) -> list[Binding]:
+        """Every binding of `name` in exactly `scope`, in source order."""
+        return self._by_key.get((name, id(scope)), [])
+
+    def lookup(self, name: str | None, at, role: str | None = None, params: bool = True) -> Binding | None:
+        """The binding of `name` visible at node `at` (``self.x`` through the class and its
+        local bases; a parameter through the function's call sites)."""
+        if not name or at is None:
             return None
         if name.startswith("self."):
-            cls = N.enclosing(at, {"classdef"})
-            cands = [b for b in self.bindings if b.name == name and b.scope is cls]
-        else:
-            cands = []
-            for scope in self.scopes_for(at):
-                cands = [b for b in self.bindings if b.name == name and b.scope is scope]
-                if cands:
-                    break
-        if role:
-            cands = [b for b in cands if b.role == role]
-        return cands[0] if cands else None
+            cls = self.class_of(at)
+            if cls is None:
+                return None
+            for c in self._mro(cls.name.value):
+                found = self._pick(self.bindings_of(name, c), role, params)
+                if found is not None:
+                    return found
+                if self.bindings_of(name, c):
+                    return None
+            return None
+        for scope in self.scopes_for(at):
+            cands = self.bindings_of(name, scope)
+            if cands:
+                return self._pick(cands, role, params)
+            if scope.type == "funcdef" and name in self.param_names(scope):
+                if not params:
+                    return None       # the parameter shadows any outer binding
+                found = self.param_binding(scope, name, role) if self.ready else None
+                if found is not None:
+                    return found
+                # unresolved parameter: fall back to an outer binding of the same name (scripts
+                # usually pass their global ``model``/``optimizer`` under the same name)
+        return None
 
+    def _pick(self, cands: list[Binding], role: str | None, params: bool) -> Binding | None:
+        if not cands:
+            return None
+        if role is None:
+            return cands[0]
+        for b in cands:
+            if b.role == role:
+                return b
+        # ``self.opt = opt`` where `opt` is a parameter: follow the parameter.
+        first = cands[0]
+        if params and self.ready and first.role == "other" and first.value is not None and first.value.type == "name":
+            fn = N.enclosing(first.stmt, {"funcdef"})
+            if fn is not None and first.value.value in self.param_names(fn):
+                return self.param_binding(fn, first.value.value, role)
+        return None
+
+    def class_of(self, node):
+        """The class whose method (or nested function) holds `node`."""
+        return N.enclosing(node, {"classdef"})
+
+    def _mro(self, cls_name: str) -> list:
+        out, seen, todo = [], set(), [cls_name]
+        while todo:
+            name = todo.pop(0)
+            if name in seen or name not in self.all_classes:
+                continue
+            seen.add(name)
+            out.append(self.all_classes[name])
+            todo += self.class_bases.get(name, [])
+        return out
+
+    def methods(self, cls_name: str) -> dict[str, object]:
+        """The methods defined directly in a class body."""
+        cls = self.all_classes.get(cls_name)
+        return self._class_methods().get(id(cls), {}) if cls is not None else {}
+
+    def _class_methods(self) -> dict[int, dict]:
+        if not self._methods:
+            table: dict[int, dict] = {}
+            for fn in self.index.funcdefs:
+                owner = self.index.def_owner.get(id(fn))
+                if owner is not None and owner.type == "classdef":
+                    table.setdefault(id(owner), {})[fn.name.value] = fn
+            self._methods = table or {0: {}}
+        return self._methods
+
+    def method(self, cls_name: str, name: str):
+        """A method of a local class, through its local base classes."""
+        table = self._class_methods()
+        for cls in self._mro(cls_name):
+            fn = table.get(id(cls), {}).get(name)
+            if fn is not None:
+                return fn
+        return None
+
+    def is_method(self, fn) -> bool:
+        owner = self.index.def_owner.get(id(fn))
+        if owner is None:
+            up = N.enclosing(fn, {"funcdef", "classdef"})
+            return up is not None and up.type == "classdef"
+        return owner.type == "classdef"
+
+    def param_names(self, fn) -> list[str]:
+        key = id(fn)
+        if key not in self._params:
+            names = []
+            try:
+                for p in fn.get_params():
+                    names.append(p.name.value)
+            except Exception:  # noqa: BLE001 - an error-recovered signature
+                names = []
+            self._params[key] = names
+        return self._params[key]
+
+    def param_binding(self, fn, name: str, role: str | None) -> Binding | None:
+        """The binding passed for parameter `name` of `fn` at one of its call sites."""
+        key = (id(fn), name, role)
+        if key in self._param_memo:
+            return self._param_memo[key]
+        if key in self._param_active or self._building_callers:
+            return None
+        self._param_active.add(key)
+        found = None
+        try:
+            params = self.param_names(fn)
+            pos = params.index(name)
+            bound = self.is_method(fn) and not _is_staticmethod(fn)
+            for call in self.callers(fn):
+                arg = call.keyword(name)
+                if arg is None:
+                    # self is implicit unless the method is called on its class: ``Trainer.step(t, x)``
+                    receiver = call.receiver_dotted() if call.method else None
+                    offset = pos - (1 if bound and receiver not in self.all_classes else 0)
+                    arg = call.positional(offset) if offset >= 0 and not call.has_star() else None
+                d = N.dotted(arg.value) if arg is not None else None
+                if d is None:
+                    continue
+                found = self.lookup(d, call.node, role)
+                if found is not None:
+                    break
+        finally:
+            self._param_active.discard(key)
+        self._param_memo[key] = found
+        return found
+
+    # -- calls -----------------------------------------------------------------------
+    def function_named(self, name: str, at):
+        """The (non-method) function a bare name calls at `at`: innermost scope, last def."""
+        fns = [f for f in self.functions.get(name, []) if not self.is_method(f)]
+        if not fns:
+            return None
+        chain = self.scopes_for(at) if at is not None else []
+        for scope in chain:
+            here = [f for f in fns if N.func_scope_of(f) is scope]
+            if here:
+                return here[-1]
+        return fns[-1]
+
+    def call_target(self, call: N.Call):
+        """The local function or method `call` runs, when σ can tell (else None)."""
+        key = (id(call.node), call.index)
+        if key in self._targets:
+            return self._targets[key]
+        self._targets[key] = None          # cycle guard
+        target = self._call_target(call)
+        self._targets[key] = target
+        return target
+
+    def _call_target(self, call: N.Call):
+        callee = call.callee_dotted()
+        if callee is None:
+            parts = call.callee_parts
+            # ``Trainer().train()``: a method on a fresh instance of a local class.
+            if len(parts) == 3 and parts[0].type == "name" and N.is_call_trailer(parts[1]) \
+                    and call.method and parts[0].value in self.all_classes:
+                return self.method(parts[0].value, call.method)
+            return None
+        if "." not in callee:
+            fn = self.function_named(callee, call.node)
+            if fn is not None:
+                return fn
+            if callee in self.all_classes:          # ``Trainer(model, opt)`` runs ``__init__``
+                return self.method(callee, "__init__")
+            return self._wrapped(self.lookup(callee, call.node, params=False))
+        obj, _, meth = callee.rpartition(".")
+        if obj == "self":
+            cls = self.class_of(call.node)
+            if cls is not None:
+                fn = self.method(cls.name.value, meth)
+                if fn is not None:
+                    return fn
+            return self._wrapped(self.lookup(callee, call.node, params=False))
+        if obj in self.all_classes:        # ``Trainer.train(self)``
+            return self.method(obj, meth)
+        b = self.lookup(obj, call.node, params=False)
+        cls = self.instance_class(b)
+        return self.method(cls, meth) if cls else None
+
+    def _wrapped(self, b: Binding | None):
+        """``g = tf.function(f)``: g runs f."""
+        if b is None:
+            return None
+        call = N.as_call(b.value)
+        if call is None or self.qualname(call.callee_parts) != "tensorflow.function":
+            return None
+        arg = call.positional(0)
+        d = N.dotted(arg.value) if arg is not None else None
+        if d is None:
+            return None
+        if "." not in d:
+            return self.function_named(d, b.stmt)
+        if d.startswith("self.") and d.count(".") == 1:
+            cls = self.class_of(b.stmt)
+            return self.method(cls.name.value, d[5:]) if cls is not None else None
+        return None
+
+    def instance_class(self, b: Binding | None) -> str | None:
+        """The local class `b` holds an instance of (``trainer = Trainer(...)``)."""
+        if b is None:
+            return None
+        call = N.as_call(b.value)
+        callee = call.callee_dotted() if call is not None else None
+        return callee if callee in self.all_classes else None
+
+    def callers(self, fn) -> list:
+        """Every call whose target is `fn` (the reverse call graph, built once)."""
+        if self._callers is None:
+            self._building_callers = True
+            graph: dict[int, list] = {}
+            try:
+                for call, _owner in self.index.calls:
+                    t = self.call_target(call)
+                    if t is not None:
+                        graph.setdefault(id(t), []).append(call)
+            finally:
+                self._building_callers = False
+            self._callers = graph
+        return self._callers.get(id(fn), [])
+
+    # -- roles -------------------------------------------------------------------------
     def role_of_call(self, call: N.Call, at=None) -> tuple[str, str] | None:
         """(role, detail) when `call` constructs a known TensorFlow object."""
         q = self.qualname(call.callee_parts)
         if q:
-            parts = q.split(".")
-            last = parts[-1]
-            if q.startswith("tensorflow.keras.optimizers.schedules."):
-                return "lr_schedule", last
-            if q.startswith("tensorflow.keras.optimizers.") and last in KERAS_OPTIMIZERS:
-                return "optimizer", last
-            if q.startswith("tensorflow.train.") and last in TF1_OPTIMIZERS:
-                return "optimizer", last
-            if q.startswith("tensorflow.data."):
-                return "dataset", last
-            if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
-                return "checkpoint", last
-            if q in ("tensorflow.keras.Sequential", "tensorflow.keras.Model") or q.startswith(
-                "tensorflow.keras.applications.") or q == "tensorflow.keras.load_model":
-                return "model", last
-            if q.startswith("tensorflow.estimator.") and (
-                last.endswith(("Estimator", "Classifier", "Regressor"))):
-                return "estimator", last
-            return None
+            return member_role(q)
+        children = call.node.children
+        for i in range(1, call.index):
+            if N.is_call_trailer(children[i]):
+                # ``tf.data.Dataset.range(9).batch(3)``: a method chain on a new dataset.
+                first = member_role(self.qualname(children[:i]))
+                if first is not None and first[0] == "dataset" and call.method:
+                    return "dataset", call.method
+                break
         callee = call.callee_dotted()
         if callee in self.classes:
             return "model", callee
         # A method chain on a dataset stays a dataset: ds.shuffle(100).batch(32).
         root = call.node.children[0]
-        if root.type == "name" and at is not None:
+        if root.type == "name" and at is not None and call.method:
             b = self.lookup(root.value, at, "dataset")
-            if b is not None and call.method:
+            if b is not None:
                 return "dataset", call.method
         return None
 
     def binding_for_call(self, call: N.Call) -> Binding | None:
-        for b in self.bindings:
-            if b.value is call.node:
-                return b
-        return None
+        return self._by_value.get(id(call.node))
+
+    def binding_for_value(self, node) -> Binding | None:
+        return self._by_value.get(id(node))
 
     def horovod(self) -> bool:
         return self.hvd_name is not None
 
     def tf_alias(self) -> str | None:
-        for name in ("tf",):
-            if self.aliases.get(name, "").startswith("tensorflow") and name in self.tf_names:
-                return name
+        if "tf" in self.tf_names and self.aliases.get("tf", "").startswith("tensorflow"):
+            return "tf"
         return next(iter(sorted(self.tf_names)), None)
 
     def keras_alias(self) -> str | None:
@@ -196,61 +549,88 @@ class Env:
         return None
 
 
+def _is_staticmethod(fn) -> bool:
+    parent = fn.parent
+    if parent is None or parent.type != "decorated":
+        return False
+    return "staticmethod" in parent.children[0].get_code(include_prefix=False)
+
+
 def build_env(source: Source) -> Env:
     env = Env(source)
     module = source.module
+    env.index = build_index(module)
     _collect_imports(env, module)
-    _collect_classes(env, module)
-    for node in N.walk(module):
-        t = node.type
-        if t == "funcdef":
-            env.functions.setdefault(node.name.value, []).append(node)
-        elif t == "expr_stmt":
-            _assignment(env, node)
-        elif t == "with_item":
-            _with_item(env, node)
+    for fn in env.index.funcdefs:
+        env.functions.setdefault(fn.name.value, []).append(fn)
+    for stmt in env.index.globals:
+        fn = N.enclosing(stmt, {"funcdef"})
+        if fn is not None and stmt.type == "global_stmt":
+            env.global_names.setdefault(id(fn), set()).update(
+                c.value for c in stmt.children[1:] if c.type == "name")
+    _member_aliases(env)
+    _collect_classes(env)
+    for stmt, owner in _in_order(env):
+        if stmt.type == "expr_stmt":
+            _assignment(env, stmt, owner)
+        else:
+            _with_item(env, stmt)
+    env.ready = True
+    env._targets.clear()   # targets resolved while bindings were still being collected
     _restriction_facts(env)
     return env
+
+
+def _in_order(env: Env):
+    """Assignments and with-items merged in source order (both lists are already sorted)."""
+    a, w = env.index.assignments, env.index.with_items
+    i = j = 0
+    while i < len(a) or j < len(w):
+        if j >= len(w) or (i < len(a) and a[i][0].start_pos <= w[j][0].start_pos):
+            yield a[i]
+            i += 1
+        else:
+            yield w[j]
+            j += 1
 
 
 # -- imports ---------------------------------------------------------------------------
 def _collect_imports(env: Env, module) -> None:
     top = True
     for stmt in _module_statements(module):
-        kind = _top_kind(env, stmt)
+        kind = _top_kind(stmt)
         if kind == "import":
             if top:
                 env.top_imports_end = stmt
         elif kind == "code" and top:
             top = False
             env.top_block_end = stmt
-    for node in N.walk(module):
-        if node.type in ("import_name", "import_from"):
-            env.imports.append(node)
-            _import(env, node)
+    for node in env.index.imports:
+        env.imports.append(node)
+        _import(env, node)
 
 
 def _module_statements(module):
     for child in module.children:
-        if child.type == "simple_stmt":
-            yield child
-        elif child.type in N.COMPOUND or child.type == "error_node":
-            yield child
+        if child.type in ("newline", "endmarker"):
+            continue
+        # (parso leaves a last statement without a line break bare, without its simple_stmt)
+        yield child
 
 
-def _top_kind(env: Env, stmt) -> str:
+def _top_kind(stmt) -> str:
     """'import', 'neutral' (docstring, os.environ, sys.path...) or 'code'."""
-    if stmt.type != "simple_stmt":
+    if stmt.type in N.COMPOUND or stmt.type in ("error_node", "error_leaf"):
         return "code"
     kinds = set()
-    for small in stmt.children:
+    for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
         if small.type in ("import_name", "import_from"):
             kinds.add("import")
-        elif small.type in ("newline", "operator") or small.type == "string":
+        elif small.type in ("newline", "operator", "string"):
             continue
         else:
             code = small.get_code(include_prefix=False)
-            if code.startswith(("os.environ", "sys.path", "warnings.", "logging.", "__")) or small.type == "string":
+            if code.startswith(("os.environ", "sys.path", "warnings.", "logging.", "__")):
                 continue
             kinds.add("code")
     if "code" in kinds:
@@ -258,24 +638,32 @@ def _top_kind(env: Env, stmt) -> str:
     return "import" if "import" in kinds else "neutral"
 
 
+def import_bindings(node) -> list[tuple[str, str]]:
+    """(local name, full dotted target) of one import statement (library modules only)."""
+    out = []
+    try:
+        if node.type == "import_name":
+            for dotted_node, alias in _import_names(node):
+                full = _dotted_name(dotted_node)
+                out.append((alias, full) if alias else (full.split(".")[0], full.split(".")[0]))
+        else:
+            module = _from_module(node)
+            if module is not None:
+                for name, alias in _from_names(node):
+                    if name != "*":
+                        out.append((alias or name, f"{module}.{name}"))
+    except (AttributeError, IndexError):  # an error-recovered import
+        return out
+    return out
+
+
 def _import(env: Env, node) -> None:
-    if node.type == "import_name":
-        for dotted_node, alias in _import_names(node):
-            full = _dotted_name(dotted_node)
-            local = alias or full.split(".")[0]
-            target = full if alias else full.split(".")[0]
-            _bind_module(env, local, target, node)
-    else:
-        module = _from_module(node)
-        if module is None:
-            return
-        for name, alias in _from_names(node):
-            _bind_module(env, alias or name, f"{module}.{name}", node)
+    for local, full in import_bindings(node):
+        _bind_module(env, local, full, node)
 
 
 def _bind_module(env: Env, local: str, full: str, node) -> None:
-    interesting = full.split(".")[0] in ("tensorflow", "keras", "os", "horovod", "tf_keras")
-    if not interesting:
+    if full.split(".")[0] not in MODULE_ROOTS:
         return
     env.aliases[local] = full
     if full.startswith("horovod.tensorflow"):
@@ -301,7 +689,7 @@ def _import_names(node):
             continue
         if item.type == "dotted_as_name":
             out.append((item.children[0], item.children[2].value))
-        else:
+        elif item.type in ("name", "dotted_name"):
             out.append((item, None))
     return out
 
@@ -338,32 +726,107 @@ def _from_names(node):
             out.append((item.children[0].value, item.children[2].value))
         elif item.type == "name":
             out.append((item.value, None))
+        elif item.type == "operator" and item.value == "*":
+            out.append(("*", None))
     return out
 
 
-# -- classes ---------------------------------------------------------------------------
-def _collect_classes(env: Env, module) -> None:
-    """Keras model subclasses, directly or through another summarised class (in order)."""
-    for node in N.walk(module):
-        if node.type != "classdef":
+# -- member aliases (R2, R3) -------------------------------------------------------------
+def _member_aliases(env: Env) -> None:
+    """``Adam = tf.optimizers.Adam`` / ``keras = tf.keras`` / ``t = tf``: resolved, so the
+    sites reached through them are found, and recorded for R2/R3 (which block them)."""
+    for stmt, _owner in env.index.assignments:
+        parts = N.assign_parts(stmt)
+        if parts is None:
             continue
-        bases = []
-        for child in node.children:
-            if child.type == "arglist":
-                bases = [c for c in child.children if c.type != "operator"]
-            elif child.type in ("name", "atom_expr", "power") and child is not node.name:
-                bases.append(child)
-        for base in bases:
-            value = base.children[2] if base.type == "argument" and len(base.children) == 3 else base
+        targets, value = parts
+        if len(targets) != 1 or targets[0].type != "name":
+            continue
+        name = targets[0].value
+        src = N.dotted(value)
+        if src is None:
+            if _is_module_import_call(value):
+                env.module_aliases[name] = stmt
+                env.aliases[name] = "tensorflow"
+                env.tf_names.add(name)
+            continue
+        q = env.qualname(value)
+        if not q or not q.startswith("tensorflow") or src == name:
+            continue
+        if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
+            root, _, rest = src.partition(".")
+            full = env.aliases[root] + ("." + rest if rest else "")
+            env.module_aliases[name] = stmt
+            env.tf_names.add(name)
+            env.aliases[name] = full
+            env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
+        elif "." in src:
+            env.member_aliases[name] = stmt
+            env.aliases[name] = q
+
+
+# Roles reachable through a module-like member alias (``keras = tf.keras``).
+REACH = {
+    "tensorflow.GradientTape": ("tape",),
+    "tensorflow.keras": ("optimizer", "lr_schedule", "model"),
+    "tensorflow.keras.optimizers": ("optimizer", "lr_schedule"),
+    "tensorflow.keras.optimizers.schedules": ("lr_schedule",),
+    "tensorflow.keras.applications": ("model",),
+    "tensorflow.train": ("optimizer", "checkpoint"),
+    "tensorflow.data": ("dataset",),
+    "tensorflow.estimator": ("estimator",),
+}
+
+
+def site_role(env: Env, call: N.Call) -> str | None:
+    """The role of what `call` constructs, ``"tape"`` for ``tf.GradientTape()``."""
+    q = env.qualname(call.callee_parts)
+    if q == "tensorflow.GradientTape":
+        return "tape"
+    r = member_role(q)
+    return r[0] if r else None
+
+
+def rules_for_roles(roles) -> tuple[str, ...]:
+    return tuple(sorted({c for r in roles for c in ROLE_RULES.get(r, ())}))
+
+
+# -- classes ---------------------------------------------------------------------------
+def class_bases(cls) -> list:
+    """The base-class expressions of a classdef (keyword arguments' values included)."""
+    bases = []
+    for child in cls.children:
+        if child.type == "arglist":
+            bases = [c for c in child.children if c.type != "operator"]
+        elif child.type in ("name", "atom_expr", "power", "argument") and child is not cls.name:
+            bases.append(child)
+    out = []
+    for base in bases:
+        if base.type == "argument" and len(base.children) == 3:
+            out.append(base.children[2])
+        elif base.type != "argument":
+            out.append(base)
+    return out
+
+
+def _collect_classes(env: Env) -> None:
+    """Keras model subclasses, directly or through another summarised class (in order)."""
+    for node in env.index.classdefs:
+        name = node.name.value
+        env.all_classes[name] = node
+        local = []
+        for value in class_bases(node):
             q = env.qualname(value)
             d = N.dotted(value)
+            if d in env.all_classes and d != name:
+                local.append(d)
             if q in ("tensorflow.keras.Model", "tensorflow.keras.Sequential") or d in env.classes:
-                env.classes[node.name.value] = node
-                break
+                env.classes[name] = node
+        env.class_bases[name] = local
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt) -> None:
+def _assignment(env: Env, stmt, owner) -> None:
     parts = N.assign_parts(stmt)
     if parts is None:
         return
@@ -373,43 +836,71 @@ def _assignment(env: Env, stmt) -> None:
         name = N.dotted(target)
         if name is None:
             continue
-        scope = _binding_scope(name, stmt)
+        scope = _binding_scope(env, name, stmt, owner)
         if scope is None:
             continue
+        stop = scope if scope.type != "classdef" else N.enclosing(stmt, {"funcdef"}) or scope
+        role = None
         if call is not None:
-            role = env.role_of_call(call, stmt)
-            if role is None:
-                role = _returned_role(env, call)
-            if role is not None:
-                fn = N.enclosing(stmt, {"funcdef"})
-                stop = fn if fn is not None else env.source.module
-                b = Binding(name, role[0], stmt, value, scope,
-                            N.conditional_ancestor(stmt, stop), role[1], env.tf1)
-                env.bindings.append(b)
-                continue
+            role = env.role_of_call(call, stmt) or _returned_role(env, call)
+        elif value.type in TERNARY:
+            role = _ternary_role(env, value, stmt)
+        if role is not None:
+            cond = value if value.type in TERNARY else conditional_ancestor(stmt, stop)
+            b = Binding(name, role[0], stmt, value, scope, cond, role[1], env.tf1, loop=_loop_ancestor(stmt, stop))
+            env.add_binding(b)
+            continue
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
-        env.bindings.append(Binding(name, "other", stmt, value, scope))
+        env.add_binding(Binding(name, "other", stmt, value, scope))
 
 
-def _binding_scope(name: str, stmt):
+TERNARY = ("test", "ternary")     # parso calls ``a if c else b`` a "test"
+
+
+def _ternary_role(env: Env, value, at):
+    """``opt = Adam() if x else SGD()``: the role both (or either) branches construct."""
+    for branch in (value.children[0], value.children[-1]):
+        call = N.as_call(branch)
+        role = env.role_of_call(call, at) if call is not None else None
+        if role is not None:
+            return role
+    return None
+
+
+def _binding_scope(env: Env, name: str, stmt, owner):
     if name.startswith("self."):
+        if name.count(".") != 1:
+            return None
         return N.enclosing(stmt, {"classdef"})
     if "." in name:
         return None
+    if owner.type == "classdef":
+        return owner              # a class attribute: not visible as a bare name elsewhere
+    if owner.type == "lambdef":
+        return None
+    if owner.type == "funcdef" and name in env.global_names.get(id(owner), ()):
+        return env.source.module  # ``global opt`` makes the assignment a module binding
     return N.func_scope_of(stmt)
 
 
-def _returned_role(env: Env, call: N.Call):
-    """``model = build_model()`` where build_model returns a Keras model/optimizer."""
-    callee = call.callee_dotted()
-    for fn in env.functions.get(callee or "", []) if callee else []:
-        for node in N.walk(fn):
-            if node.type == "return_stmt" and len(node.children) > 1:
-                inner = N.as_call(node.children[1])
-                if inner is not None:
-                    role = env.role_of_call(inner, node)
-                    if role:
-                        return role
+def _returned_role(env: Env, call: N.Call, depth: int = 0):
+    """``model = build_model()`` where build_model returns a Keras model/optimizer/dataset."""
+    fn = env.call_target(call) if depth < 4 else None
+    if fn is None:
+        return None
+    for ret in env.index.returns.get(id(fn), []):
+        if len(ret.children) < 2:
+            continue
+        value = ret.children[1]
+        inner = N.as_call(value)
+        if inner is not None:
+            role = env.role_of_call(inner, ret) or _returned_role(env, inner, depth + 1)
+            if role:
+                return role
+        elif value.type == "name":
+            b = next((b for b in env.bindings_of(value.value, fn) if b.role != "other"), None)
+            if b is not None:
+                return b.role, b.detail
     return None
 
 
@@ -419,77 +910,365 @@ def _with_item(env: Env, item) -> None:
     call = N.as_call(item.children[0])
     target = N.dotted(item.children[2])
     if call is not None and target and env.qualname(call.callee_parts) == "tensorflow.GradientTape":
-        env.tapes.append(Binding(target, "tape", item, item.children[0], N.func_scope_of(item)))
+        b = Binding(target, "tape", item, item.children[0], N.func_scope_of(item))
+        env.tapes.append(b)
+        env._by_value.setdefault(id(item.children[0]), b)
+
+
+# -- conditions ----------------------------------------------------------------------------
+def is_main_guard(if_stmt) -> bool:
+    """``if __name__ == "__main__":`` (either operand order) — not a condition for R7/T5."""
+    test = if_stmt.children[1] if len(if_stmt.children) > 1 else None
+    if test is None or test.type != "comparison" or len(test.children) != 3:
+        return False
+    a, op, b = test.children
+    texts = {a.get_code(include_prefix=False), b.get_code(include_prefix=False).strip("'\"")}
+    return op.get_code(include_prefix=False).strip() == "==" and "__name__" in texts and \
+        any(t.strip("'\"") == "__main__" for t in texts)
+
+
+def conditional_ancestor(node, stop):
+    """The if/match/except (not the main guard) between `node` and `stop`, if any.
+
+    ``try`` bodies are not conditions (the seeds summarise them like straight-line code);
+    an ``except`` handler runs only on an error, so it is one.
+    """
+    cur, child = node.parent, node
+    while cur is not None and cur is not stop:
+        t = cur.type
+        if t == "if_stmt" and not is_main_guard(cur):
+            return cur
+        if t in ("match_stmt", "case_block"):
+            return cur
+        if t == "try_stmt" and _in_handler(cur, child):
+            return child          # the handler's body (the try body and the other handlers are not under it)
+        if t in ("funcdef", "classdef", "lambdef"):
+            return None
+        child, cur = cur, cur.parent
+    return None
+
+
+def _in_handler(try_stmt, child) -> bool:
+    """Is `child` (a direct child of `try_stmt`) the body of an ``except`` clause?"""
+    kids = try_stmt.children
+    try:
+        i = kids.index(child)
+    except ValueError:
+        return False
+    for j in range(i - 1, -1, -1):
+        k = kids[j]
+        if k.type == "except_clause" or (k.type == "keyword" and k.value == "except"):
+            return True
+        if k.type == "keyword" and k.value in ("try", "else", "finally"):
+            return False
+    return False
+
+
+def _loop_ancestor(node, stop):
+    cur = node.parent
+    while cur is not None and cur is not stop:
+        if cur.type in ("for_stmt", "while_stmt"):
+            return cur
+        if cur.type in ("funcdef", "classdef", "lambdef"):
+            return None
+        cur = cur.parent
+    return None
 
 
 # -- restriction facts ---------------------------------------------------------------------
 def _restriction_facts(env: Env) -> None:
     """Facts for R2, R3, R5, R6, R7, R9, R10 (reported and explained by restrictions.py)."""
-    by_key: dict[tuple, list[Binding]] = {}
+    _r2_r3(env)
+    groups: dict[tuple, list[Binding]] = {}
     for b in env.bindings:
-        by_key.setdefault((b.name, id(b.scope)), []).append(b)
-    role_blocks = {
-        "optimizer": ("HVD010", "HVD011", "HVD021"),
-        "dataset": ("HVD040",),
-        "checkpoint": ("HVD031",),
-    }
-    for group in by_key.values():
-        made = [b for b in group if b.role in role_blocks]
-        if not made:
+        groups.setdefault((b.name, id(b.scope)), []).append(b)
+    for group in groups.values():
+        _creation_facts(env, group)
+    _aliases(env)
+    _inline_creations(env)
+    _r9(env)
+
+
+def _r2_r3(env: Env) -> None:
+    for name, stmt in env.module_aliases.items():
+        what = "by a call, not an import" if N.dotted(N.assign_parts(stmt)[1]) is None else f"to `{name}` by an assignment"
+        env.problems.append(Problem("R2", stmt, f"the tensorflow module is bound {what}; "
+                                    "sites reached through it are not rewritten", SETUP))
+    # `tf = something` re-binding the tensorflow module name.
+    for b in env.bindings:
+        if b.scope is env.source.module and b.name in env.tf_names and b.name not in env.module_aliases \
+                and b.name in env.aliases and env.aliases[b.name].startswith("tensorflow"):
+            env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment", SETUP))
+    for name, stmt in env.member_aliases.items():
+        q = env.aliases.get(name)
+        roles = set(REACH.get(q, ()))
+        r = member_role(q)
+        if r is not None and not q.startswith("tensorflow.data."):
+            roles.add(r[0])              # ``Adam = tf.optimizers.Adam``; not ``AUTOTUNE = tf.data.AUTOTUNE``
+        if q == "tensorflow.GradientTape":
+            roles.add("tape")
+        sites = []
+        for call in _calls_through(env, name):
+            role = site_role(env, call)
+            if role is None:
+                continue
+            roles.add(role)
+            sites.append(call.node)
+            b = env.binding_for_value(call.node)
+            if b is not None:
+                sites.append(b)
+        if not roles:
             continue
-        role = made[0].role
-        blocks = role_blocks[role]
-        code_once = "R10" if role == "checkpoint" else "R5"
-        creations = [b for b in made if not _is_chain_of_self(b)]
-        for b in made:
-            if b.conditional is not None and role != "checkpoint":
-                env.problems.append(Problem("R7", b.stmt, f"{role} `{b.name}` is created conditionally", blocks, made[0]))
-        if len(creations) > 1:
-            for b in creations[1:]:
-                env.problems.append(Problem(code_once, b.stmt, f"{role} `{b.name}` is created more than once", blocks, made[0]))
-        for other in group:
-            if other.role == "other":
-                env.problems.append(Problem("R6", other.stmt, f"{role} variable `{other.name}` is reassigned to another value", blocks, made[0]))
-    # Aliases: `opt2 = opt` (R5/R10), `Adam = tf.optimizers.Adam` (R3), `t = tf` (R2).
+        src = N.dotted(N.assign_parts(stmt)[1])
+        related = [(n, f"created through `{name}` here") for n in sites if not isinstance(n, Binding)][:3]
+        env.problems.append(Problem(
+            "R3", stmt, f"`{name}` aliases the tensorflow member `{src}`; what is created through it is not rewritten",
+            rules_for_roles(roles), sites=sites, related=related))
+
+
+def _calls_through(env: Env, name: str):
+    """Calls whose callee starts with the name `name` (``Adam(...)``, ``keras.optimizers.SGD(...)``)."""
+    for leaf in env.index.names.get(name, []):
+        parent = leaf.parent
+        if parent is None or parent.type not in ("atom_expr", "power") or parent.children[0] is not leaf:
+            continue
+        for i in range(1, len(parent.children)):
+            if N.is_call_trailer(parent.children[i]):
+                yield N.Call(parent, i)
+                break
+
+
+def _mentions(node, name: str) -> bool:
+    """Does expression `node` read the variable `name` (``ds.batch(32)``, ``wrap(opt)``)?"""
+    root = name.split(".")[0]
+    for leaf in _leaves(node):
+        if leaf.type == "name" and leaf.value == root and is_name_use(leaf):
+            if "." not in name:
+                return True
+            nxt = leaf.get_next_sibling()
+            if nxt is not None and nxt.type == "trailer" and nxt.children[0] == "." and \
+                    nxt.children[1].value == name.split(".", 1)[1]:
+                return True
+    return False
+
+
+def _leaves(node):
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        children = getattr(cur, "children", None)
+        if children is None:
+            yield cur
+        else:
+            stack.extend(children)
+
+
+def _creation_facts(env: Env, group: list[Binding]) -> None:
+    made = [b for b in group if b.role in ("optimizer", "dataset", "checkpoint")]
+    if not made:
+        return
+    role = made[0].role
+    blocks = ROLE_RULES[role]
+    code_once = "R10" if role == "checkpoint" else "R5"
+    first = made[0]
+    creations = [b for b in made if not _mentions(b.value, b.name)]
+    sites = [b for b in group if b.role == role]
+    def problem(code, b, msg, related=()):
+        env.problems.append(Problem(code, b.stmt, msg, blocks, first, sites=list(sites), related=list(related)))
+    counted = []
+    for b in creations:
+        if b.conditional is not None and role != "checkpoint":
+            what = "a conditional expression" if b.conditional is b.value else "a condition"
+            problem("R7", b, f"{role} `{b.name}` is created under {what}",
+                    [(_header(b.conditional), "the condition")] if b.conditional is not b.value else [])
+        elif b.loop is not None:
+            problem(code_once, b, f"{role} `{b.name}` is created inside a loop, once per iteration",
+                    [(_header(b.loop), "the loop")])
+        else:
+            counted.append(b)
+    for b in counted[1:]:
+        problem(code_once, b, f"{role} `{b.name}` is created more than once", [(counted[0].stmt, "first created here")])
+    start = first.stmt.start_pos
+    for other in group:
+        if other.role == role or other.stmt.start_pos <= start:
+            continue
+        if other.role == "other" and _mentions(other.value, other.name):
+            continue   # ``opt = hvd.DistributedOptimizer(opt)``, ``ds = shard(ds)``: a wrapper, not a new value
+        code = "R6" if role != "checkpoint" else "R10"
+        env.problems.append(Problem(code, other.stmt, f"{role} variable `{other.name}` is reassigned to another value",
+                                    blocks, first, sites=list(sites), related=[(first.stmt, "created here")]))
+
+
+def _header(stmt):
+    """The header of a compound statement (``if x:``, ``for a in b:``, ``except E:`` for a
+    handler's body) for related info."""
+    if stmt.type in ("suite", "simple_stmt") and stmt.parent is not None and stmt.parent.type == "try_stmt":
+        kids = stmt.parent.children
+        i = kids.index(stmt)
+        j = i - 1
+        while j > 0 and not (kids[j].type == "except_clause" or kids[j] == "except"):
+            j -= 1
+        return _Span(kids[j].start_pos, kids[i - 1].end_pos)
+    for child in getattr(stmt, "children", ()):
+        if child.type == "operator" and child.value == ":":
+            return _Span(stmt.start_pos, child.end_pos)
+    return stmt
+
+
+@dataclass
+class _Span:
+    """A position range standing in for a node (``source.span`` reads only these)."""
+
+    start_pos: tuple
+    end_pos: tuple
+
+
+def _aliases(env: Env) -> None:
+    """``opt2 = opt`` (R5) / ``ckpt2 = ckpt`` (R10): a second name for one object."""
     for b in env.bindings:
-        if b.role != "other":
+        if b.role != "other" or b.value is None:
             continue
         src = N.dotted(b.value)
-        if src is None:
-            if _is_module_import_call(b.value):
-                env.problems.append(Problem("R2", b.stmt, "the tensorflow module is bound by a call, not an import", ("HVD001", "HVD002")))
+        if src is None or src == b.name:
             continue
-        if src in env.tf_names:
-            env.problems.append(Problem("R2", b.stmt, f"the tensorflow module is re-bound to `{b.name}`", ("HVD001", "HVD002")))
+        target = env.lookup(src, b.stmt, params=False)
+        if target is None or target.role not in ("optimizer", "dataset", "checkpoint"):
             continue
-        q = env.qualname(b.value)
-        if q and q.startswith("tensorflow.") and "." in src:
-            env.member_aliases[b.name] = b.stmt
-            env.problems.append(Problem("R3", b.stmt, f"`{b.name}` aliases the tensorflow member `{src}`", ("HVD010", "HVD011", "HVD040")))
+        code = "R10" if target.role == "checkpoint" else "R5"
+        group = env.bindings_of(target.name, target.scope)
+        env.problems.append(Problem(code, b.stmt, f"{target.role} `{src}` is aliased as `{b.name}`",
+                                    ROLE_RULES[target.role], target,
+                                    sites=[g for g in group if g.role == target.role],
+                                    related=[(target.stmt, "created here")]))
+
+
+INLINE_USES = {"optimizer": ("apply_gradients", "minimize"), "dataset": ("take",), "checkpoint": ("save", "write")}
+
+
+def _inline_creations(env: Env) -> None:
+    """A dataset/optimizer/checkpoint created without an assignment (R5/R10) where a rule
+    would have acted on it: ``tf.train.Checkpoint(m=m).save(p)``, ``train(tf.keras.optimizers.Adam())``."""
+    for call, owner in env.index.calls:
+        q = env.qualname(call.callee_parts)
+        role = member_role(q)
+        if role is None or role[0] not in INLINE_USES or env.binding_for_value(call.node) is not None:
             continue
-        target = env.lookup(src, b.stmt)
-        if target is not None and target.role in role_blocks:
-            code = "R10" if target.role == "checkpoint" else "R5"
-            env.problems.append(Problem(code, b.stmt, f"{target.role} `{src}` is aliased as `{b.name}`", role_blocks[target.role], target))
-    # R9: a module-level optimizer used in a function defined before it.
+        if not call.is_whole():
+            nxt = call.node.children[call.index + 1] if call.index + 1 < len(call.node.children) else None
+            meth = nxt.children[1].value if nxt is not None and nxt.type == "trailer" and nxt.children[0] == "." else None
+            if meth not in INLINE_USES[role[0]]:
+                continue
+            reason = f"`.{meth}` is called on it directly"
+        else:
+            if role[0] != "optimizer" or not _is_argument(env, call):
+                continue
+            reason = "it is passed as an argument"
+        code = "R10" if role[0] == "checkpoint" else "R5"
+        start = call.node.children[0]
+        node = _Span(start.start_pos, call.trailer.end_pos)
+        env.problems.append(Problem(code, node, f"`{call.callee_dotted()}(...)` creates {_a(role[0])} without an "
+                                    f"assignment ({reason})", ROLE_RULES[role[0]], sites=[call.node]))
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+def _is_argument(env: Env, call: N.Call) -> bool:
+    """An inline optimizer passed to something other than ``compile`` or a Horovod wrapper."""
+    cur = call.node.parent
+    if cur is not None and cur.type == "argument":
+        cur = cur.parent
+    if cur is not None and cur.type == "arglist":
+        cur = cur.parent
+    if cur is None or not N.is_call_trailer(cur) or cur.parent is None:
+        return False
+    outer = N.Call(cur.parent, cur.parent.children.index(cur))
+    if outer.method == "compile":
+        return False
+    q = env.qualname(outer.callee_parts) or ""
+    return not q.startswith("horovod") and outer.method != "DistributedOptimizer"
+
+
+def _r9(env: Env) -> None:
+    """A global optimizer used by a function defined before it, or changed inside one."""
+    module = env.source.module
     for b in env.bindings:
-        if b.role != "optimizer" or b.scope is not env.source.module:
+        if b.role != "optimizer" or b.scope is not module:
             continue
-        for fns in env.functions.values():
-            for fn in fns:
-                if fn.end_pos <= b.stmt.start_pos and _uses_name(fn, b.name):
-                    env.problems.append(Problem("R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}` that uses it", role_blocks["optimizer"], b))
+        group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
+        if b is not group[0]:
+            continue
+        reported = set()
+        for leaf in env.index.names.get(b.name, []):
+            fn = N.enclosing(leaf, {"funcdef"})
+            if fn is None or not is_name_use(leaf) or id(fn) in reported or fn.end_pos > b.stmt.start_pos:
+                continue
+            outer = _outermost_function(fn)
+            if outer.end_pos > b.stmt.start_pos or _local_in(env, b.name, fn):
+                continue
+            reported.add(id(fn))
+            env.problems.append(Problem(
+                "R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}`, which uses it",
+                ("HVD021",), region=fn, related=[(leaf, f"`{fn.name.value}` uses `{b.name}` here")]))
+    # ``global opt`` + an assignment inside a function: the optimizer changes after its creation.
+    for b in env.bindings:
+        if b.scope is not module or b.role not in ("optimizer", "other"):
+            continue
+        fn = N.enclosing(b.stmt, {"funcdef"})
+        if fn is None:
+            continue
+        group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
+        if not group or (b.role == "other" and b.stmt.start_pos < group[0].stmt.start_pos):
+            continue
+        env.problems.append(Problem("R9", b.stmt, f"global optimizer `{b.name}` is assigned inside `{fn.name.value}`",
+                                    ROLE_RULES["optimizer"], group[0], sites=list(group),
+                                    related=[(group[0].stmt, "created here")] if group[0] is not b else []))
 
 
-def _is_chain_of_self(b: Binding) -> bool:
-    root = b.value.children[0] if b.value.type in ("atom_expr", "power") else None
-    return root is not None and root.type == "name" and root.value == b.name
+def is_name_use(leaf) -> bool:
+    """A name leaf that reads a variable: not an attribute (``x.opt``), a keyword argument's
+    name, a parameter, an import name or the name a def/class introduces."""
+    parent = leaf.parent
+    if parent is None:
+        return False
+    t = parent.type
+    if (t == "trailer" and parent.children[0] == ".") or t in ("param", "import_as_name", "dotted_as_name", "dotted_name",
+                                "import_from", "import_name", "global_stmt", "nonlocal_stmt"):
+        return False
+    if t in ("funcdef", "classdef") and parent.children[1] is leaf:
+        return False
+    if t == "argument" and parent.children[0] is leaf and len(parent.children) > 1 and parent.children[1] == "=":
+        return False
+    return True
+
+
+def _outermost_function(fn):
+    cur = fn
+    while True:
+        up = N.enclosing(cur, {"funcdef"})
+        if up is None:
+            return cur
+        cur = up
+
+
+def _local_in(env: Env, name: str, fn) -> bool:
+    """Is `name` a parameter or a local variable of `fn` (so not the global)?"""
+    if name in env.param_names(fn):
+        return True
+    if env.bindings_of(name, fn):
+        return not any(g.type == "global_stmt" and any(getattr(c, "value", None) == name for c in g.children)
+                       for g in env.index.globals if N.enclosing(g, {"funcdef"}) is fn)
+    return False
 
 
 def _is_module_import_call(value) -> bool:
-    code = value.get_code(include_prefix=False)
-    return ("import_module(" in code or "__import__(" in code) and "tensorflow" in code
-
-
-def _uses_name(fn, name: str) -> bool:
-    return any(n.type == "name" and n.value == name for n in N.walk(fn))
+    call = N.as_call(value)
+    if call is None:
+        return False
+    callee = call.callee_dotted() or ""
+    if callee.rsplit(".", 1)[-1] not in ("import_module", "__import__"):
+        return False
+    arg = call.positional(0)
+    text = arg.value.get_code(include_prefix=False).strip("'\"") if arg is not None else ""
+    return text in ("tensorflow", "tensorflow.compat.v1")

@@ -1,14 +1,30 @@
 """Training-loop summary (seeds 001/003, section 3): what kind of loop a program has.
 
-Each function and method gets ``FuncSummary tl``, the join of its body: a
-``tf.GradientTape()`` with-item gives GradTape, ``model.fit`` Keras fit,
-``estimator.train`` Estimator, and a call to a summarised function (``f()``,
-``self.step()``, ``trainer.run()``) that function's kind — so a loop spread over
-``train()`` → ``train_step()`` → tape is found. Kinds are sets; the join is the union, and
-more than one kind is "mixed". Module-level statements give the module's kind; a file
-that only defines its loop (never calls it) falls back to the join of its functions.
+The seeds' environment σ maps names to summaries, and this module builds them
+explicitly (`Summary.env` at module level, `Summary.scopes` per function):
 
-Requires: env. Provides: `Summary` (kinds, loop sites with the loop that drives them).
+* ``ModuleSummary id σ tl`` for imports — ``import a.b.c`` nests ``a ↦ a.b ↦ a.b.c``,
+  ``from a.b import c`` gives ``c ↦ ModuleSummary "a.b.c"``;
+* ``FuncSummary tl`` for every function and method, the join ⊔ of its body;
+* ``ClassSummary Model|⊥`` for classes (Model when deriving ``tf.keras.Model`` /
+  ``keras.Model``, directly or through another summarised class), with its methods;
+* ``ValueSummary "model_instance"`` for ``x = SomeModel(...)`` (also Keras
+  ``Sequential``/functional models), ``"estimator"``, and ``"instance"`` for other
+  local classes, so ``trainer = Trainer(); trainer.train()`` reaches ``Trainer.train``.
+
+A training-loop kind `tl` is a frozenset of kinds: ⊥ is the empty set, GradTape /
+Optimizer (Keras ``fit``) / Estimator are singletons, ⊔ is the union. The seeds leave
+the join of two different kinds open; here it is kept ("mixed") and restriction T3
+reports it. ``tf.GradientTape()`` gives GradTape, ``model.fit`` Keras fit,
+``estimator.train`` / ``tf.estimator.train_and_evaluate`` Estimator, and a call to a
+summarised function (``f()``, ``self.step()``, ``trainer.run()``, ``g = tf.function(f)``)
+that function's kind, so ``train()`` → ``train_step()`` → tape is found.
+
+`sites` are the places the HVD100–HVD102 diagnostics point at, with the loop that drives
+them (followed through callers) and related information (``apply_gradients``, the
+optimizer, the model).
+
+Requires: env. Provides: `Summary`, `LoopSite` and the summary classes.
 """
 
 from __future__ import annotations
@@ -16,13 +32,58 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import nodes as N
-from .env import Env
+from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 LOOP_CODES = {TAPE: "HVD100", FIT: "HVD101", ESTIMATOR: "HVD102"}
+BOTTOM: frozenset = frozenset()
+KERAS_STEP_METHODS = ("train_step",)     # Keras runs these inside fit
 
 
-@dataclass
+def join(*tls: frozenset) -> frozenset:
+    """⊔ of training-loop kinds."""
+    return frozenset().union(*tls) if tls else BOTTOM
+
+
+# -- summaries (the values of σ) ----------------------------------------------------------
+@dataclass(eq=False)
+class ModuleSummary:
+    name: str                               # full dotted name, e.g. "tensorflow.keras"
+    members: dict | None = None             # submodules imported through it; None = ⊤
+    tl: frozenset = BOTTOM
+    node: object = None
+
+
+@dataclass(eq=False)
+class FuncSummary:
+    name: str
+    tl: frozenset
+    node: object
+    cls: str | None = None                  # the class of a method
+
+
+@dataclass(eq=False)
+class ClassSummary:
+    name: str
+    model: bool                             # ClassSummary Model (else ClassSummary ⊥)
+    node: object
+    methods: dict = field(default_factory=dict)     # name -> FuncSummary
+    bases: list = field(default_factory=list)       # local base classes
+    attrs: dict = field(default_factory=dict)       # self.x -> ValueSummary
+
+    @property
+    def arg(self) -> str | None:
+        return "Model" if self.model else None
+
+
+@dataclass(eq=False)
+class ValueSummary:
+    kind: str                               # "model_instance" | "estimator" | "instance"
+    cls: str | None
+    node: object                            # the assignment
+
+
+@dataclass(eq=False)
 class LoopSite:
     kind: str
     node: object                       # tape with-item / fit call / train call
@@ -31,13 +92,21 @@ class LoopSite:
     related: list = field(default_factory=list)   # (node, message)
     distributed: bool = False
 
+    @property
+    def driver_header(self):
+        """The driving loop's header (``for x, y in dataset:``) for related information."""
+        return _header(self.driver) if self.driver is not None else None
 
-@dataclass
+
+@dataclass(eq=False)
 class Summary:
     kinds: frozenset
-    functions: dict                    # funcdef -> frozenset of kinds
+    functions: dict                    # funcdef -> tl
     sites: list[LoopSite]
     hvd_module: str
+    env: dict = field(default_factory=dict)        # σ after the module: name -> summary
+    scopes: dict = field(default_factory=dict)     # funcdef -> {name: summary} of its body
+    module_tl: frozenset = BOTTOM                  # ⊔ of the module's own statements
 
     @property
     def estimator(self) -> bool:
@@ -49,107 +118,215 @@ class Summary:
             return "none"
         return next(iter(self.kinds)) if len(self.kinds) == 1 else "mixed"
 
+    def function(self, name: str) -> FuncSummary | None:
+        """A function's or a method's (``"Trainer.train"``) summary by name."""
+        if "." in name:
+            cls, _, meth = name.partition(".")
+            c = self.env.get(cls)
+            return c.methods.get(meth) if isinstance(c, ClassSummary) else None
+        s = self.env.get(name)
+        if isinstance(s, FuncSummary):
+            return s
+        for scope in self.scopes.values():
+            if isinstance(scope.get(name), FuncSummary):
+                return scope[name]
+        return None
 
+    def scope_of(self, name: str) -> dict:
+        """σ of a function's own body, by the function's name (``"main"``, ``"Trainer.train"``)."""
+        f = self.function(name)
+        return self.scopes.get(f.node, {}) if f is not None else {}
+
+
+# -- the pass -------------------------------------------------------------------------------
 class _Summarizer:
     def __init__(self, env: Env):
         self.env = env
+        idx = env.index
         self.memo: dict[int, frozenset] = {}
-        self.active: set[int] = set()
-        self.methods: dict[str, dict[str, object]] = {}
-        for node in N.walk(env.source.module):
-            if node.type == "classdef":
-                self.methods[node.name.value] = {
-                    f.name.value: f for f in N.walk(node) if f.type == "funcdef" and N.enclosing(f, {"classdef"}) is node
-                }
-        self.wrapped = self._tf_function_aliases()
-        self.compiled = {c.receiver_dotted() for c in N.calls_in(env.source.module) if c.method == "compile"}
+        self.compiled = {c.receiver_dotted() for c, _ in idx.calls if c.method == "compile"}
+        self.hvd_calls: dict[str, list] = {}
+        for c, _owner in idx.calls:
+            if c.method in ("DistributedGradientTape", "DistributedOptimizer", "BroadcastGlobalVariablesHook",
+                            "BroadcastGlobalVariablesCallback", "broadcast_variables"):
+                self.hvd_calls.setdefault(c.method, []).append(c)
+        self.solve()
 
-    def _tf_function_aliases(self) -> dict[str, str]:
-        """``g = tf.function(f)`` makes g summarise as f."""
-        out = {}
-        for b in self.env.bindings:
-            call = N.as_call(b.value)
-            if call is not None and self.env.qualname(call.callee_parts) == "tensorflow.function":
-                arg = call.positional(0)
-                if arg is not None and N.dotted(arg.value):
-                    out[b.name] = N.dotted(arg.value)
-        return out
-
-    # -- kinds ---------------------------------------------------------------------
-    def function(self, fn) -> frozenset:
-        key = id(fn)
-        if key in self.memo:
-            return self.memo[key]
-        if key in self.active:
-            return frozenset()
-        self.active.add(key)
-        kinds = self.body(fn.children[-1])
-        self.active.discard(key)
-        self.memo[key] = kinds
-        return kinds
-
-    def body(self, node) -> frozenset:
-        kinds: set = set()
-        stack = list(getattr(node, "children", ()))
-        while stack:
-            cur = stack.pop()
-            if cur.type in ("funcdef", "classdef", "lambdef"):
+    # -- kinds -----------------------------------------------------------------------
+    def solve(self) -> None:
+        """FuncSummary of every function: the least fixpoint of tl(f) = direct(f) ⊔ ⊔ tl(callee),
+        so mutual recursion gets the kinds of the whole cycle."""
+        env = self.env
+        direct: dict[int, frozenset] = {}
+        callees: dict[int, list] = {}
+        callers: dict[int, list] = {}
+        for fn in env.index.funcdefs:
+            key = id(fn)
+            if self.keras_step(fn):
+                direct[key], callees[key] = frozenset({FIT}), []
                 continue
-            if cur.type == "with_item":
-                call = N.as_call(cur.children[0])
-                if call is not None and self.env.qualname(call.callee_parts) == "tensorflow.GradientTape":
-                    kinds.add(TAPE)
-            if cur.type in ("atom_expr", "power"):
-                for i, child in enumerate(cur.children):
-                    if i and N.is_call_trailer(child):
-                        kinds |= self.call(N.Call(cur, i))
-            stack.extend(getattr(cur, "children", ()))
+            kinds, targets = set(), []
+            for call in env.index.owned_calls.get(key, ()):
+                k = self.direct_kind(call)
+                if k:
+                    kinds.add(k)
+                    continue
+                t = env.call_target(call)
+                if t is not None:
+                    targets.append(t)
+                    callers.setdefault(id(t), []).append(fn)
+            direct[key], callees[key] = frozenset(kinds), targets
+        tl = dict(direct)
+        work = [fn for fn in env.index.funcdefs if callees[id(fn)]]
+        while work:
+            fn = work.pop()
+            new = direct[id(fn)].union(*(tl.get(id(t), BOTTOM) for t in callees[id(fn)]))
+            if new != tl[id(fn)]:
+                tl[id(fn)] = new
+                work += callers.get(id(fn), [])
+        self.memo = tl
+
+    def function(self, fn) -> frozenset:
+        return self.memo.get(id(fn), BOTTOM)
+
+    def owned(self, owner) -> frozenset:
+        """⊔ over the calls of one body (nested functions, classes and lambdas excluded)."""
+        kinds: set = set()
+        for call in self.env.index.owned_calls.get(id(owner), ()):
+            kinds |= self.call(call)
         return frozenset(kinds)
 
-    def call(self, call: N.Call) -> frozenset:
-        env, method, receiver = self.env, call.method, call.receiver_dotted()
-        if method == "fit" and receiver and (env.lookup(receiver, call.node, "model") or receiver in self.compiled):
-            return frozenset({FIT})
-        if method == "train" and env.lookup(receiver, call.node, "estimator"):
-            return frozenset({ESTIMATOR})
-        target = self.target(call)
-        return self.function(target) if target is not None else frozenset()
+    def keras_step(self, fn) -> bool:
+        """A ``train_step`` override of a Keras model subclass: Keras runs it inside fit."""
+        if fn.name.value not in KERAS_STEP_METHODS or not self.env.is_method(fn):
+            return False
+        cls = N.enclosing(fn, {"classdef"})
+        return cls is not None and cls.name.value in self.env.classes
 
-    def target(self, call: N.Call):
-        """The local function or method a call runs, if the summary can tell."""
-        callee = call.callee_dotted()
-        if callee is None:
-            return None
-        callee = self.wrapped.get(callee, callee)
-        if "." not in callee:
-            fns = [f for f in self.env.functions.get(callee, []) if N.enclosing(f, {"classdef"}) is None]
-            return fns[-1] if fns else None
-        obj, _, meth = callee.rpartition(".")
-        if obj == "self":
-            cls = N.enclosing(call.node, {"classdef"})
-            return self.methods.get(cls.name.value, {}).get(meth) if cls is not None else None
-        b = self.env.lookup(obj, call.node)
-        if b is not None:
-            inner = N.as_call(b.value)
-            cls = inner.callee_dotted() if inner is not None else None
-            return self.methods.get(cls or "", {}).get(meth)
+    def direct_kind(self, call: N.Call) -> str | None:
+        """The seeds' summary_E for the calls that start a loop themselves."""
+        env, method = self.env, call.method
+        q = env.qualname(call.callee_parts)
+        if q == "tensorflow.GradientTape":
+            return TAPE
+        if q == "tensorflow.estimator.train_and_evaluate":
+            return ESTIMATOR
+        if method == "fit" and self.is_model(call):
+            return FIT
+        if method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator"):
+            return ESTIMATOR
         return None
+
+    def call(self, call: N.Call) -> frozenset:
+        k = self.direct_kind(call)
+        if k:
+            return frozenset({k})
+        target = self.env.call_target(call)
+        return self.function(target) if target is not None else BOTTOM
+
+    def is_model(self, call: N.Call) -> bool:
+        receiver = call.receiver_dotted()
+        return bool(receiver) and (self.env.lookup(receiver, call.node, "model") is not None
+                                   or receiver in self.compiled)
+
+    # -- drivers and related information ---------------------------------------------------
+    def driver(self, node, fn):
+        """The innermost for/while running `node`, following the callers of its function."""
+        loop = _loop_around(node)
+        if loop is not None:
+            return loop
+        seen, queue = {id(fn)}, [fn] if fn is not None else []
+        while queue:
+            f = queue.pop(0)
+            for call in self.env.callers(f):
+                loop = _loop_around(call.node)
+                if loop is not None:
+                    return loop
+                caller = N.enclosing(call.node, {"funcdef"})
+                if caller is not None and id(caller) not in seen:
+                    seen.add(id(caller))
+                    queue.append(caller)
+        return None
+
+    def apply_sites(self, fn) -> list:
+        """``apply_gradients`` calls of the step: in `fn`, else in its callers, else its callees."""
+        env = self.env
+        owner = fn if fn is not None else env.source.module
+
+        def applies(o):
+            return [c for c in env.index.owned_calls.get(id(o), ()) if c.method == "apply_gradients"]
+
+        found = applies(owner)
+        if found or fn is None:
+            return found
+        seen, frontier = {id(fn)}, [fn]
+        for _ in range(3):
+            nxt = []
+            for f in frontier:
+                for call in env.callers(f):
+                    caller = N.enclosing(call.node, {"funcdef"}) or env.source.module
+                    if id(caller) not in seen:
+                        seen.add(id(caller))
+                        nxt.append(caller)
+                        found += applies(caller)
+            if found:
+                return found
+            frontier = [f for f in nxt if f.type == "funcdef"]
+        for call in env.index.owned_calls.get(id(fn), ()):
+            target = env.call_target(call)
+            if target is not None:
+                found += applies(target)
+        return found
+
+    def tape_wrapped(self, tape) -> bool:
+        scope = N.func_scope_of(tape.stmt)
+        for call in self.hvd_calls.get("DistributedGradientTape", ()):
+            arg = call.positional(0)
+            if arg is not None and N.dotted(arg.value) == tape.name and N.func_scope_of(call.node) is scope:
+                return True
+        return False
+
+    def fit_distributed(self, call: N.Call) -> bool:
+        env = self.env
+        if not env.horovod():
+            return False
+        if self.hvd_calls.get("DistributedOptimizer"):
+            return True            # a distributed-optimizer loop (seed restriction T2)
+        code = call.trailer.get_code(include_prefix=False)
+        if "BroadcastGlobalVariables" in code:
+            return True
+        arg = call.keyword("callbacks") or call.positional(5)
+        b = env.lookup(N.dotted(arg.value), call.node) if arg is not None else None
+        return b is not None and "BroadcastGlobalVariables" in b.value.get_code(include_prefix=False)
+
+    def estimator_distributed(self, call: N.Call) -> bool:
+        return self.env.horovod() and bool(self.hvd_calls.get("DistributedOptimizer")
+                                           or self.hvd_calls.get("BroadcastGlobalVariablesHook"))
+
+
+def _loop_around(node):
+    """The innermost for/while statement holding `node` inside its own function."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("for_stmt", "while_stmt"):
+            return cur
+        if cur.type in ("funcdef", "classdef", "lambdef", "file_input"):
+            return None
+        cur = cur.parent
+    return None
 
 
 def summarize(env: Env) -> Summary:
     s = _Summarizer(env)
     module = env.source.module
-    functions = {}
-    for fns in env.functions.values():
-        for fn in fns:
-            functions[fn] = s.function(fn)
-    kinds = s.body(module)
-    if not kinds:
-        kinds = frozenset().union(*functions.values()) if functions else frozenset()
+    functions = {fn: s.function(fn) for fn in env.index.funcdefs}
+    module_tl = s.owned(module)
+    kinds = module_tl or join(*functions.values())
     sites = _sites(env, s)
     if not kinds:
         kinds = frozenset(site.kind for site in sites)
-    return Summary(kinds, functions, sites, _hvd_module(env, kinds))
+    sigma, scopes = _environment(env, s, functions)
+    return Summary(kinds, functions, sites, _hvd_module(env, kinds), sigma, scopes, module_tl)
 
 
 def _hvd_module(env: Env, kinds: frozenset) -> str:
@@ -164,59 +341,169 @@ def _hvd_module(env: Env, kinds: frozenset) -> str:
     return "horovod.tensorflow"
 
 
-def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
-    from .rules.gradient_tape import gradient_sites, _wrapped  # shared matchers
-    from .rules.base import RuleContext
-
-    sites = []
-    ctx = RuleContext(env.source, env, None, lambda *a: False)
-    grads = list(gradient_sites(ctx))
-    for tape in env.tapes:
-        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
-        fn = N.enclosing(tape.stmt, {"funcdef"})
-        site = LoopSite(TAPE, tape.stmt, fn, _driver(s, tape.stmt, fn))
-        site.distributed = env.horovod() and with_stmt is not None and _wrapped(ctx, tape, with_stmt)
-        scope = N.func_scope_of(tape.stmt)
-        for call, b, receiver in grads:
-            if N.func_scope_of(call.node) is scope:
-                site.related.append((call.node, f"`{receiver}.apply_gradients` applies this tape's gradients"))
-        sites.append(site)
-    for call in N.calls_in(env.source.module):
-        kind = s.call(call) if call.method in ("fit", "train") else frozenset()
-        if kind not in (frozenset({FIT}), frozenset({ESTIMATOR})):
+# -- σ ------------------------------------------------------------------------------------
+def _environment(env: Env, s: _Summarizer, functions: dict) -> tuple[dict, dict]:
+    """σ after the module (imports, functions, classes, values) and σ of each function body."""
+    module = env.source.module
+    sigma: dict = {}
+    scopes: dict = {fn: {} for fn in env.index.funcdefs}
+    for node in env.index.imports:
+        scope = N.func_scope_of(node)
+        if scope is module:
+            if N.enclosing(node, {"classdef"}) is None:
+                _import_summaries(node, sigma)
+        elif scope in scopes:
+            _import_summaries(node, scopes[scope])
+    classes: dict = {}
+    for cls in env.index.classdefs:
+        name = cls.name.value
+        c = ClassSummary(name, name in env.classes, cls, bases=list(env.class_bases.get(name, [])))
+        classes[id(cls)] = c
+        owner = N.enclosing(cls, {"funcdef"})
+        (scopes.get(owner, {}) if owner is not None else sigma)[name] = c
+    for fn in env.index.funcdefs:
+        up = N.enclosing(fn, {"funcdef", "classdef"})
+        if up is not None and up.type == "classdef":
+            f = FuncSummary(fn.name.value, functions[fn], fn, up.name.value)
+            classes[id(up)].methods[fn.name.value] = f
+        else:
+            f = FuncSummary(fn.name.value, functions[fn], fn)
+            (scopes[up] if up is not None else sigma)[fn.name.value] = f
+    for b in env.bindings:
+        v = _value_summary(env, b)
+        if v is None:
             continue
-        k = next(iter(kind))
-        fn = N.enclosing(call.node, {"funcdef"})
-        site = LoopSite(k, call.node, fn, None)
-        code = call.trailer.get_code(include_prefix=False)
-        site.distributed = env.horovod() and ("BroadcastGlobalVariables" in code)
-        b = env.lookup(call.receiver_dotted(), call.node)
-        if b is not None:
-            site.related.append((b.stmt, f"`{b.name}` is created here"))
-        sites.append(site)
-    return sites
+        if b.scope.type == "classdef":
+            if b.name.startswith("self.") and id(b.scope) in classes:
+                classes[id(b.scope)].attrs.setdefault(b.name, v)
+        elif b.scope is module:
+            sigma[b.name] = v
+        elif b.scope in scopes:
+            scopes[b.scope][b.name] = v
+    return sigma, scopes
 
 
-def _driver(s: _Summarizer, node, fn, depth: int = 0):
-    """The innermost for/while running `node`, following callers of its function."""
-    loop = N.enclosing(node, {"for_stmt", "while_stmt"})
-    if loop is not None and (fn is None or N.enclosing(loop, {"funcdef"}) is fn or _inside(loop, fn)):
-        return loop
-    if fn is None or depth > 8:
-        return None
-    for call in N.calls_in(s.env.source.module):
-        if s.target(call) is fn:
-            caller = N.enclosing(call.node, {"funcdef"})
-            found = _driver(s, call.node, caller, depth + 1)
-            if found is not None:
-                return found
+def _value_summary(env: Env, b) -> ValueSummary | None:
+    if b.role == "model":
+        return ValueSummary("model_instance", b.detail or None, b.stmt)
+    if b.role == "estimator":
+        return ValueSummary("estimator", b.detail or None, b.stmt)
+    cls = env.instance_class(b)
+    if cls is not None:
+        return ValueSummary("instance", cls, b.stmt)
     return None
 
 
-def _inside(node, ancestor) -> bool:
-    cur = node
-    while cur is not None:
-        if cur is ancestor:
-            return True
-        cur = cur.parent
-    return False
+def _import_summaries(node, sigma: dict) -> None:
+    """The seeds' summary_A: ``import a.b.c`` → σ[a ↦ ModuleSummary a [b ↦ … [c ↦ ⊤]]];
+    ``from a.b import c as d`` → σ[d ↦ ModuleSummary "a.b.c"]."""
+    try:
+        if node.type == "import_name":
+            for dotted_node, alias in _import_names(node):
+                full = _dotted_name(dotted_node)
+                if alias:
+                    sigma[alias] = ModuleSummary(full, None, BOTTOM, node)
+                    continue
+                parts = full.split(".")
+                top = sigma.get(parts[0])
+                if not isinstance(top, ModuleSummary) or top.name != parts[0]:
+                    top = sigma[parts[0]] = ModuleSummary(parts[0], None, BOTTOM, node)
+                cur = top
+                for i in range(1, len(parts)):
+                    if cur.members is None:
+                        cur.members = {}
+                    nxt = cur.members.get(parts[i])
+                    if nxt is None:
+                        nxt = cur.members[parts[i]] = ModuleSummary(".".join(parts[: i + 1]), None, BOTTOM, node)
+                    cur = nxt
+        else:
+            module = _from_module(node)
+            if module is None:        # relative: keep the dots (the seeds only have level 0)
+                parts = []
+                for c in node.children[1:]:
+                    if c == "import":
+                        break
+                    parts.append(c.get_code(include_prefix=False).strip())
+                module = "".join(parts)
+            for name, alias in _from_names(node):
+                if name != "*":
+                    full = f"{module}{name}" if module.endswith(".") else f"{module}.{name}"
+                    sigma[alias or name] = ModuleSummary(full, None, BOTTOM, node)
+    except (AttributeError, IndexError):      # an error-recovered import statement
+        return
+
+
+# -- sites ---------------------------------------------------------------------------------
+def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
+    sites: list[LoopSite] = []
+    keras_steps: dict[str, list] = {}
+    for tape in env.tapes:
+        fn = N.enclosing(tape.stmt, {"funcdef"})
+        if fn is not None and s.keras_step(fn):
+            keras_steps.setdefault(N.enclosing(fn, {"classdef"}).name.value, []).append(tape)
+            continue
+        site = LoopSite(TAPE, tape.stmt, fn, s.driver(tape.stmt, fn))
+        site.distributed = env.horovod() and s.tape_wrapped(tape)
+        seen: set = set()
+        for call in s.apply_sites(fn):
+            receiver = call.receiver_dotted() or "optimizer"
+            site.related.append((call.node, f"`{receiver}.apply_gradients` applies this tape's gradients"))
+            b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
+            if b is not None and id(b) not in seen:
+                seen.add(id(b))
+                site.related.append((b.stmt, f"optimizer `{b.name}` is created here"))
+        sites.append(site)
+    for call, _owner in env.index.calls:
+        if call.method == "fit" and s.is_model(call):
+            sites.append(_fit_site(env, s, call, keras_steps))
+        elif (call.method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator")) or \
+                env.qualname(call.callee_parts) == "tensorflow.estimator.train_and_evaluate":
+            sites.append(_estimator_site(env, s, call))
+    sites.sort(key=lambda site: site.node.start_pos)
+    return sites
+
+
+def _fit_site(env: Env, s: _Summarizer, call: N.Call, keras_steps: dict) -> LoopSite:
+    fn = N.enclosing(call.node, {"funcdef"})
+    site = LoopSite(FIT, call.node, fn, None, distributed=s.fit_distributed(call))
+    receiver = call.receiver_dotted()
+    b = env.lookup(receiver, call.node, "model")
+    if b is not None:
+        site.related.append((b.stmt, f"model `{b.name}` is created here"))
+    for compile_call, _ in env.index.calls:
+        if compile_call.method != "compile" or compile_call.receiver_dotted() != receiver:
+            continue
+        if b is not None and env.lookup(receiver, compile_call.node, "model") is not b:
+            continue
+        site.related.append((compile_call.node, f"`{receiver}.compile` sets the optimizer this fit trains with"))
+        arg = compile_call.keyword("optimizer") or compile_call.positional(0)
+        ob = env.lookup(N.dotted(arg.value), compile_call.node, "optimizer") if arg is not None else None
+        if ob is not None:
+            site.related.append((ob.stmt, f"optimizer `{ob.name}` is created here"))
+        break
+    cls = env.instance_class(b) if b is not None else None
+    for name in ([cls] if cls else []):
+        for c in env._mro(name):
+            for tape in keras_steps.get(c.name.value, []):
+                site.related.append((tape.stmt, f"the custom `train_step` of `{c.name.value}` runs inside this fit"))
+    return site
+
+
+def _estimator_site(env: Env, s: _Summarizer, call: N.Call) -> LoopSite:
+    fn = N.enclosing(call.node, {"funcdef"})
+    site = LoopSite(ESTIMATOR, call.node, fn, None, distributed=s.estimator_distributed(call))
+    receiver = call.receiver_dotted() if call.method == "train" else None
+    if receiver is None:          # tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+        arg = call.positional(0) or call.keyword("estimator")
+        receiver = N.dotted(arg.value) if arg is not None else None
+    b = env.lookup(receiver, call.node, "estimator")
+    if b is not None:
+        site.related.append((b.stmt, f"estimator `{b.name}` is created here"))
+        ctor = N.as_call(b.value)
+        arg = ctor.keyword("model_fn") if ctor is not None else None
+        model_fn = env.function_named(N.dotted(arg.value), b.stmt) if arg is not None and N.dotted(arg.value) else None
+        if model_fn is not None:
+            for ob in env.bindings:
+                if ob.role == "optimizer" and ob.scope is model_fn:
+                    site.related.append((ob.stmt, f"optimizer `{ob.name}` is created here"))
+    return site

@@ -1,6 +1,27 @@
 """Restriction checks (seed 2.1: R1–R10, seed 3.1: T1–T5): when a rule cannot be
 applied safely. Each violation is a warning on the offending construct, names the rules
-it blocks, and those rules produce no edit there.
+it blocks, and those rules produce no edit there (`Blocker`). A violation that blocks the
+Horovod set-up (HVD001/HVD002) blocks every rule of a file that is not yet distributed.
+
+What each restriction blocks:
+
+* R1 late/nested TensorFlow or Horovod import — the set-up, when it relies on that import;
+* R2 tensorflow bound other than by an import — the set-up (so everything);
+* R3 ``Adam = tf.optimizers.Adam`` — the rules on what is created through the alias;
+* R4 ``print`` with a side effect — HVD030 on that print;
+* R5/R10 created twice, in a loop, without an assignment, or aliased; R6 reassigned;
+  R7 created under a condition — the rules on that optimizer/dataset/checkpoint;
+* R8 ``apply_gradients`` not a statement / assignment RHS — HVD021 there;
+* R9 global optimizer defined after a function using it — HVD021 in that function;
+  changed inside a function — the optimizer rules;
+* T1 loop continues in another file — the optimizer rules on what is handed over;
+* T2 ``tf.distribute`` strategy — everything; ``minimize`` loop — the optimizer rules;
+* T3 one model, fit and a tape loop — everything (the flavour would be a guess);
+* T4 training function used as a value, T5 defined / run under a condition — the loop
+  rules of that function or branch.
+
+A violation that stops any synchronisation rule (learning-rate scaling, distributed
+optimizer or tape, initial broadcast) stops all of them in the file (`_whole_loop`).
 
 Requires: env (its `Problem` facts for R2, R3, R5–R7, R9, R10), loop (for T-checks).
 Provides: `check(env, summary) -> list[Problem]` and `Blocker`.
@@ -8,36 +29,95 @@ Provides: `check(env, summary) -> list[Problem]` and `Blocker`.
 
 from __future__ import annotations
 
-from . import nodes as N
-from .env import Env, Problem
-from .loop import FIT, TAPE, Summary
+import sys
 
-SETUP = ("HVD001", "HVD002")
+from . import nodes as N
+from .env import (
+    ROLE_RULES,
+    SETUP,
+    Env,
+    Problem,
+    _from_names,
+    _header,
+    _Span,
+    conditional_ancestor,
+    import_bindings,
+    is_main_guard,
+    is_name_use,
+)
+from .loop import ESTIMATOR, FIT, TAPE, Summary
+
 TAPE_RULES = ("HVD020", "HVD021")
 FIT_RULES = ("HVD050", "HVD051")
-# Library roots a training loop may call into without leaving "one file" (T1).
-LIBRARIES = {"tensorflow", "keras", "numpy", "os", "sys", "math", "time", "random", "json",
-             "horovod", "tensorflow_datasets", "pathlib", "argparse", "logging", "functools"}
+KIND_RULES = {TAPE: TAPE_RULES, FIT: FIT_RULES, ESTIMATOR: ("HVD060", "HVD061")}
+ALL_LOOP_RULES = SETUP + TAPE_RULES + FIT_RULES + ("HVD011", "HVD060")
+# Modules that are not part of the project (T1): the standard library and common packages.
+LIBRARIES = set(getattr(sys, "stdlib_module_names", ())) | {
+    "tensorflow", "keras", "tf_keras", "horovod", "numpy", "pandas", "scipy", "sklearn", "matplotlib",
+    "seaborn", "tensorflow_datasets", "tensorflow_addons", "tensorflow_hub", "tensorflow_text",
+    "tensorflow_probability", "tqdm", "PIL", "cv2", "absl", "wandb", "mlflow", "yaml", "h5py", "torch",
+    "jax", "flax", "optax", "transformers", "datasets", "tensorboard", "click", "fire", "hydra", "omegaconf",
+    "sys", "os", "math", "time", "random", "json", "pathlib", "argparse", "logging", "functools",
+}
+# Calls that change state: a print whose argument makes one must run on every rank (R4).
 SIDE_EFFECT_CALLS = {"next", "input", "pop", "append", "extend", "insert", "remove", "update",
                      "write", "send", "apply_gradients", "fit", "train", "save", "assign",
-                     "assign_add", "assign_sub", "minimize", "step", "popitem", "setdefault", "clear"}
-MAIN_GUARD = "__name__"
+                     "assign_add", "assign_sub", "minimize", "step", "popitem", "setdefault", "clear",
+                     "train_on_batch", "readline", "read", "seed", "set_seed", "shuffle", "__next__"}
+HORO = ("tensorflow", "keras", "tf_keras", "horovod")
 
 
 def check(env: Env, summary: Summary) -> list[Problem]:
     problems = list(env.problems)
-    problems += _r1_imports(env)
-    problems += _r4_prints(env)
-    problems += _r8_apply_gradients(env)
-    problems += _t1_other_files(env, summary)
-    problems += _t2_loop_type(env)
-    problems += _t3_mixed(env, summary)
-    problems += _t4_functions_as_values(env, summary)
-    problems += _t5_conditional(env, summary)
+    for fn in (_r1_imports, _r4_prints, _r8_apply_gradients, _t1_other_files, _t2_loop_type,
+               _t3_mixed, _t4_functions_as_values, _t5_conditional):
+        problems += fn(env, summary)
+    _expand_sites(env, problems)
+    _whole_loop(env, problems)
     for p in problems:
-        if any(code in SETUP for code in p.blocks) and not env.horovod():
+        if any(code in SETUP for code in p.blocks) and not env.horovod() and not p.everywhere:
             p.everywhere = True
+            p.message += "; without the Horovod set-up no other rule applies"
+    problems.sort(key=lambda p: (p.node.start_pos, p.code))
     return problems
+
+
+# The rules that keep ranks in step: scaled learning rate, averaged gradients, one broadcast.
+SYNC_RULES = ("HVD010", "HVD011", "HVD012", "HVD013", "HVD020", "HVD021", "HVD050", "HVD060")
+
+
+def _whole_loop(env: Env, problems: list[Problem]) -> None:
+    """A loop is converted all or nothing: a restriction that stops one synchronisation
+    rule stops all of them, file-wide. Half a conversion (a wrapped tape without the
+    broadcast, a scaled rate without averaging) trains ranks that never agree."""
+    for p in problems:
+        if set(p.blocks) & set(SYNC_RULES):
+            p.blocks = tuple(dict.fromkeys(tuple(p.blocks) + SYNC_RULES))
+            p.region = env.source.module
+
+
+# Methods through which a rule acts on an object held by a blocked binding.
+USE_METHODS = {"save", "write", "take", "apply_gradients", "minimize", "fit", "train", "summary", "save_weights"}
+
+
+def _expand_sites(env: Env, problems: list[Problem]) -> None:
+    """Add the call sites on a blocked binding (``ckpt.save()`` for a blocked ``ckpt``), so
+    rules that only pass the call node are stopped as well."""
+    wanted = [p for p in problems if any(not hasattr(s, "type") and hasattr(s, "role") for s in p.sites)]
+    if not wanted:
+        return
+    for call, _owner in env.index.calls:
+        if call.method not in USE_METHODS:
+            continue
+        receiver = call.receiver_dotted()
+        if receiver is None:
+            continue
+        for p in wanted:
+            for role in {s.role for s in p.sites if hasattr(s, "role")}:
+                b = env.lookup(receiver, call.node, role)
+                if b is not None and any(b is s for s in p.sites):
+                    p.sites.append(call.node)
+                    break
 
 
 class Blocker:
@@ -45,16 +125,22 @@ class Blocker:
 
     def __init__(self, problems: list[Problem]):
         self.problems = problems
+        self.everywhere = any(p.everywhere for p in problems)
+        self.by_code: dict[str, list] = {}
+        for p in problems:
+            ids = {id(s) for s in p.sites}
+            for code in p.blocks:
+                self.by_code.setdefault(code, []).append((p, ids))
 
     def __call__(self, code: str, node, binding=None) -> bool:
-        for p in self.problems:
-            if p.everywhere:
+        if self.everywhere:
+            return True
+        for p, ids in self.by_code.get(code, ()):
+            if binding is not None and (p.binding is binding or id(binding) in ids):
                 return True
-            if code not in p.blocks:
-                continue
-            if binding is not None and p.binding is binding:
+            if node is not None and (p.node is node or id(node) in ids):
                 return True
-            if p.node is node or (p.region is not None and _inside(node, p.region)):
+            if p.region is not None and node is not None and _inside(node, p.region):
                 return True
         return False
 
@@ -68,181 +154,451 @@ def _inside(node, ancestor) -> bool:
     return False
 
 
-def _r1_imports(env: Env) -> list[Problem]:
+def _span(first, last) -> _Span:
+    return _Span(first.start_pos, last.end_pos)
+
+
+def _text(env: Env, node) -> str:
+    src = env.source
+    return src.text[src.offset(node.start_pos):src.offset(node.end_pos)]
+
+
+# -- R1 -----------------------------------------------------------------------------------
+NESTING = {"funcdef": "a function", "classdef": "a class", "if_stmt": "an `if`", "for_stmt": "a loop",
+           "while_stmt": "a loop", "with_stmt": "a `with`", "try_stmt": "a `try`", "match_stmt": "a `match`"}
+
+
+def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
     out = []
     end = env.top_block_end
+    setup_names = {env.tf_alias(), env.hvd_name} - {None}
     for node in env.imports:
-        text = node.get_code(include_prefix=False)
-        if not any(w in text.split() or any(part.startswith(w + ".") for part in text.split()) for w in ("tensorflow", "keras")):
+        binds = import_bindings(node)
+        if not any(full.split(".")[0] in HORO for _, full in binds):
             continue
-        nested = N.enclosing(node, {"funcdef", "classdef", "if_stmt", "for_stmt", "while_stmt", "with_stmt"})
+        nested = N.enclosing(node, set(NESTING))
         late = end is not None and node.start_pos > end.start_pos
-        if nested is not None or late:
-            out.append(Problem("R1", node, "TensorFlow is imported below other code, not at the top of the module", SETUP))
+        if nested is None and not late:
+            continue
+        where = f"inside {NESTING[nested.type]}" if nested is not None else "below other code"
+        needed = node is env.tf_import or (env.tf_import is None and node is env.keras_import) or \
+            any(local in setup_names for local, _ in binds)
+        first = end.children[0] if end is not None and end.type == "simple_stmt" else end
+        related = [(first, "the first statement that is not an import")] if late and end is not None else []
+        if needed:
+            out.append(Problem("R1", node, f"TensorFlow is imported {where}, not at the top of the module; "
+                               "the Horovod set-up has no place to go", SETUP, related=related))
+        else:
+            out.append(Problem("R1", node, f"`{node.get_code(include_prefix=False)}` is {where}, not at the top of "
+                               "the module (the set-up does not depend on it)", (), related=related))
     return out
 
 
-def _r4_prints(env: Env) -> list[Problem]:
+# -- R4 -----------------------------------------------------------------------------------
+def _r4_prints(env: Env, summary: Summary) -> list[Problem]:
     out = []
-    for call in N.calls_in(env.source.module):
-        if call.callee_dotted() != "print" or not call.is_whole():
+    if "print" in env.functions:
+        return out
+    impure = _Impurity(env, summary)
+    for call, _owner in env.index.calls:
+        if call.callee_dotted() != "print":
             continue
         for arg in call.args:
-            bad = _side_effect(env, arg.value)
+            bad = _side_effect(env, impure, arg.value)
             if bad is not None:
-                out.append(Problem("R4", call.node, f"print argument `{bad}` has a side effect", ("HVD030",)))
+                out.append(Problem("R4", bad, f"print argument `{_text(env, bad)}` has a side effect; "
+                                   "guarding the print would skip it on other ranks", ("HVD030",), sites=[call.node]))
                 break
     return out
 
 
-def _side_effect(env: Env, node) -> str | None:
+class _Impurity:
+    """Does a local function change state (so calling it inside ``print`` is a side effect)?"""
+
+    def __init__(self, env: Env, summary: Summary):
+        self.env, self.summary, self.memo = env, summary, {}
+
+    def __call__(self, fn) -> bool:
+        key = id(fn)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = False         # recursion: assume pure until shown otherwise
+        result = bool(self.summary.functions.get(fn)) or self._body(fn)
+        self.memo[key] = result
+        return result
+
+    def _body(self, fn) -> bool:
+        if id(fn) in self.env.global_names:
+            return True
+        for node in N.walk(fn.children[-1]):
+            t = node.type
+            if t in ("global_stmt", "nonlocal_stmt", "yield_expr"):
+                return True
+            if t == "expr_stmt" and len(node.children) >= 2:
+                op = node.children[1]
+                targets = node.children[:-1:2] if op == "=" else [node.children[0]]
+                if op.type == "operator" or op.type == "annassign":
+                    if any(tg.type in ("atom_expr", "power") for tg in targets):
+                        return True    # ``self.n += 1``, ``cache[k] = v``
+        for call in self.env.index.owned_calls.get(id(fn), ()):
+            if (call.method or call.callee_dotted()) in SIDE_EFFECT_CALLS:
+                return True
+            target = self.env.call_target(call)
+            if target is not None and self(target):
+                return True
+        return False
+
+
+def _side_effect(env: Env, impure: _Impurity, node):
+    """The first sub-expression of `node` that changes state, if any."""
     for sub in N.walk(node):
         if sub.type in ("namedexpr_test", "yield_expr") or (sub.type == "keyword" and sub.value == "await"):
-            return sub.get_code(include_prefix=False)
-    for call in N.calls_in(node):
-        name = call.method or call.callee_dotted()
-        if name in SIDE_EFFECT_CALLS or (call.callee_dotted() in env.functions):
-            return call.node.get_code(include_prefix=False)
+            return sub
+        if sub.type in ("atom_expr", "power"):
+            for i in range(1, len(sub.children)):
+                if not N.is_call_trailer(sub.children[i]):
+                    continue
+                call = N.Call(sub, i)
+                name = call.method or call.callee_dotted()
+                if name in SIDE_EFFECT_CALLS:
+                    return _span(sub.children[0], sub.children[i])
+                target = env.call_target(call)
+                if target is not None and impure(target):
+                    return _span(sub.children[0], sub.children[i])
     return None
 
 
-def _r8_apply_gradients(env: Env) -> list[Problem]:
-    from .rules.base import RuleContext
-    from .rules.gradient_tape import gradient_sites, statement_form
-
-    ctx = RuleContext(env.source, env, None, lambda *a: False)
+# -- R8 -----------------------------------------------------------------------------------
+def _r8_apply_gradients(env: Env, summary: Summary) -> list[Problem]:
     out = []
-    for call, b, receiver in gradient_sites(ctx):
-        if statement_form(call) is None:
-            out.append(Problem("R8", call.node, f"`{receiver}.apply_gradients` is not an expression statement or an assignment's right-hand side",
-                               ("HVD021",), region=call.node))
+    for call, _owner in env.index.calls:
+        if call.method != "apply_gradients":
+            continue
+        receiver = call.receiver_dotted()
+        if env.lookup(receiver, call.node, "optimizer") is None:
+            continue
+        where = _apply_context(call)
+        if where is None:
+            continue
+        out.append(Problem("R8", _span(call.node.children[0], call.trailer),
+                           f"`{receiver}.apply_gradients` is {where}, not an expression statement or an "
+                           "assignment's right-hand side", ("HVD021",), sites=[call.node]))
     return out
 
 
+def _apply_context(call: N.Call) -> str | None:
+    """None when the call has the R8 shape, else where it sits."""
+    if not call.is_whole():
+        return "followed by an attribute or another call"
+    node = call.node
+    parent = node.parent
+    if parent.type in ("simple_stmt", "file_input", "suite"):   # (a last line without newline is bare)
+        return None
+    if parent.type == "expr_stmt" and parent.children[-1] is node and len(parent.children) >= 3 \
+            and parent.children[-2] == "=":
+        return None
+    cur = parent
+    while cur is not None and cur.type not in ("simple_stmt", "suite", "file_input"):
+        t = cur.type
+        if t == "trailer" and N.is_call_trailer(cur):
+            return "an argument of a call"
+        if t == "atom" and cur.children[0] in ("[", "(", "{"):
+            return {"[": "inside a list", "(": "inside a tuple or parentheses", "{": "inside a set or dict"}[cur.children[0].value]
+        if t == "return_stmt":
+            return "returned"
+        if t == "lambdef":
+            return "inside a lambda"
+        if t in ("ternary", "or_test", "and_test", "not_test", "comparison"):
+            return "inside a conditional or boolean expression"
+        cur = cur.parent
+    return "inside an expression"
+
+
+# -- T1 -----------------------------------------------------------------------------------
 def _t1_other_files(env: Env, summary: Summary) -> list[Problem]:
-    """A loop that hands the model/optimizer to a function imported from the project."""
-    local_imports = {}
+    """A training object handed to a function imported from another file of the project."""
+    project: dict[str, str] = {}
     for node in env.imports:
-        if node.type != "import_from":
-            continue
-        text = node.get_code(include_prefix=False)
-        module = text.split()[1]
-        if module.startswith(".") or module.split(".")[0] not in LIBRARIES:
-            for name in _imported_names(node):
-                local_imports[name] = module
+        for local, module in _project_imports(node):
+            project[local] = module
+    if not project:
+        return []
+    trained = _trained_locally(env, summary)
     out = []
-    roles = {b.name for b in env.bindings if b.role in ("model", "optimizer", "dataset")}
-    for call in N.calls_in(env.source.module):
+    for call, _owner in env.index.calls:
         callee = call.callee_dotted()
-        if callee in local_imports and any(N.dotted(a.value) in roles for a in call.args):
-            out.append(Problem("T1", call.node, f"the training loop continues in `{local_imports[callee]}` (another file)", ()))
-    return out
-
-
-def _imported_names(node) -> list[str]:
-    names = []
-    seen_import = False
-    for leaf in N.walk(node):
-        if leaf.type == "keyword" and leaf.value == "import":
-            seen_import = True
-        elif seen_import and leaf.type == "name":
-            names.append(leaf.value)
-    return names
-
-
-def _t2_loop_type(env: Env) -> list[Problem]:
-    out = []
-    for call in N.calls_in(env.source.module):
-        q = env.qualname(call.callee_parts) or ""
-        if q.startswith("tensorflow.distribute.") and q.endswith("Strategy"):
-            out.append(Problem("T2", call.node, f"`{call.callee_dotted()}` already distributes the loop another way",
-                               TAPE_RULES + FIT_RULES + ("HVD011",), region=env.source.module))
-        elif call.method == "minimize" and not env.tf1 and env.lookup(call.receiver_dotted(), call.node, "optimizer"):
-            out.append(Problem("T2", call.node, "`minimize` trains without a GradientTape or fit loop Horovod can wrap", ("HVD021",)))
-    return out
-
-
-def _t3_mixed(env: Env, summary: Summary) -> list[Problem]:
-    """One model trained both by fit and by a custom tape loop."""
-    tape_models = set()
-    for site in summary.sites:
-        if site.kind != TAPE:
+        if callee is None or callee.split(".")[0] not in project:
             continue
-        with_stmt = N.enclosing(site.node, {"with_stmt"})
-        scope = site.function or env.source.module
-        for b in env.bindings:
-            if b.role == "model" and with_stmt is not None and _uses(scope, b.name):
-                tape_models.add(b.name)
-    out = []
+        module = project[callee.split(".")[0]]
+        handed = [env.lookup(N.dotted(arg.value), call.node) for arg in call.args]
+        handed = [b for b in handed if b is not None and b.role in ("optimizer", "model") and id(b) not in trained]
+        handed.sort(key=lambda b: b.role != "optimizer")
+        for b in handed[:1]:
+            if b.role == "optimizer":
+                group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
+                out.append(Problem("T1", call.node, f"optimizer `{b.name}` is handed to `{callee}` from `{module}` "
+                                   "(another file) and never applied here: the training loop is not all in this file",
+                                   ROLE_RULES["optimizer"], b, sites=group, related=[(b.stmt, "created here")]))
+            else:
+                out.append(Problem("T1", call.node, f"model `{b.name}` is handed to `{callee}` from `{module}` "
+                                   "(another file) and not trained here; this file's conversion may be incomplete", (),
+                                   related=[(b.stmt, "created here")]))
+    return out
+
+
+def _trained_locally(env: Env, summary: Summary) -> set:
+    """ids of the optimizer/model bindings a loop of this file uses."""
+    out = set()
+    for call, _owner in env.index.calls:
+        if call.method in ("apply_gradients", "minimize"):
+            b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
+        elif call.method == "compile":
+            arg = call.keyword("optimizer") or call.positional(0)
+            b = env.lookup(N.dotted(arg.value), call.node, "optimizer") if arg is not None else None
+        else:
+            continue
+        if b is not None:
+            out.add(id(b))
     for site in summary.sites:
         if site.kind == FIT:
-            receiver = N.Call(site.node, _call_index(site.node)).receiver_dotted() if _call_index(site.node) else None
-            if receiver in tape_models:
-                out.append(Problem("T3", site.node, f"model `{receiver}` is trained by both fit and a GradientTape loop",
-                                   TAPE_RULES + FIT_RULES, region=env.source.module))
+            call = _call_of(site.node)
+            b = env.lookup(call.receiver_dotted(), call.node, "model") if call is not None else None
+            if b is not None:
+                out.add(id(b))
+        elif site.kind == TAPE:
+            region = site.function or site.driver or site.node
+            out.update(id(b) for b in _models_used(env, region))
     return out
 
 
-def _call_index(node):
+def _project_imports(node) -> list[tuple[str, str]]:
+    """(local name, module) of the names an import binds from a project (non-library) module."""
+    out = []
+    try:
+        if node.type == "import_from":
+            parts = []
+            for c in node.children[1:]:
+                if c == "import":
+                    break
+                parts.append(c.get_code(include_prefix=False).strip())
+            module = "".join(parts)
+            if module.startswith(".") or module.split(".")[0] not in LIBRARIES:
+                out += [(alias or name, module) for name, alias in _from_names(node) if name != "*"]
+        else:
+            out += [(local, full) for local, full in import_bindings(node) if full.split(".")[0] not in LIBRARIES]
+    except (AttributeError, IndexError):
+        return []
+    return out
+
+
+# -- T2 -----------------------------------------------------------------------------------
+def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
+    out = []
+    for call, _owner in env.index.calls:
+        q = env.qualname(call.callee_parts) or ""
+        if q.startswith("tensorflow.distribute.") and q.endswith("Strategy"):
+            out.append(Problem("T2", _span(call.node.children[0], call.trailer),
+                               f"`{call.callee_dotted()}` already distributes training another way; "
+                               "it is neither a distributed-tape nor a distributed-optimizer loop",
+                               ALL_LOOP_RULES, region=env.source.module))
+        elif call.method == "minimize" and ESTIMATOR not in summary.kinds:
+            b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
+            if b is None:
+                continue
+            group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
+            out.append(Problem("T2", call.node, f"`{call.receiver_dotted()}.minimize` trains outside a GradientTape, "
+                               "fit or Estimator loop that Horovod can wrap", ROLE_RULES["optimizer"], b,
+                               sites=group, related=[(b.stmt, "created here")]))
+    return out
+
+
+# -- T3 -----------------------------------------------------------------------------------
+def _t3_mixed(env: Env, summary: Summary) -> list[Problem]:
+    """One model trained both by fit and by a custom GradientTape loop."""
+    tape_models: dict[int, object] = {}
+    for site in summary.sites:
+        if site.kind != TAPE or site.distributed:
+            continue
+        region = site.function or site.driver or N.enclosing(site.node, {"with_stmt"}) or site.node
+        for b in _models_used(env, region):
+            tape_models.setdefault(id(b), site)
+    out = []
+    reported = set()
+    for site in summary.sites:
+        if site.kind != FIT or site.distributed:
+            continue
+        call = _call_of(site.node)
+        if call is None:
+            continue
+        b = env.lookup(call.receiver_dotted(), call.node, "model")
+        if b is not None and id(b) in tape_models and id(b) not in reported:
+            reported.add(id(b))
+            tape = tape_models[id(b)]
+            out.append(Problem("T3", site.node, f"model `{b.name}` is trained both by fit and by a GradientTape loop; "
+                               "which Horovod flavour to use is not guessed", ALL_LOOP_RULES,
+                               region=env.source.module,
+                               related=[(tape.node, "the GradientTape loop training the same model"),
+                                        (b.stmt, f"model `{b.name}` is created here")]))
+    if out:
+        return out
+    # Two models, two kinds: fit needs horovod.tensorflow.keras (hvd.callbacks), a tape or an
+    # Estimator loop horovod.tensorflow (DistributedGradientTape); one file gets one module.
+    live = [s for s in summary.sites if not s.distributed]
+    fits = [s for s in live if s.kind == FIT]
+    others = [s for s in live if s.kind in (TAPE, ESTIMATOR)]
+    if fits and others:
+        what = "GradientTape loop" if others[0].kind == TAPE else "Estimator training"
+        out.append(Problem("T3", fits[0].node, f"this file trains with both fit and a {what}, which need different "
+                           "Horovod modules; which one to use is not guessed", ALL_LOOP_RULES,
+                           region=env.source.module, related=[(others[0].node, f"the {what}")]))
+    return out
+
+
+def _models_used(env: Env, region) -> list:
+    """Model bindings a region (a training function, loop or with) refers to (memoised on env)."""
+    memo = env.__dict__.setdefault("_models_used", {})
+    if id(region) in memo:
+        return memo[id(region)]
+    found = memo[id(region)] = []
+    seen = set()
+    for leaf in N.walk(region):
+        if leaf.type != "name" or not is_name_use(leaf):
+            continue
+        name = leaf.value
+        nxt = leaf.get_next_sibling()
+        if name == "self" and nxt is not None and nxt.type == "trailer" and nxt.children[0] == ".":
+            name = f"self.{nxt.children[1].value}"
+        if name in seen:
+            continue
+        seen.add(name)
+        b = env.lookup(name, leaf, "model")
+        if b is not None:
+            found.append(b)
+    return found
+
+
+def _call_of(node) -> N.Call | None:
     for i in range(len(node.children) - 1, 0, -1):
         if N.is_call_trailer(node.children[i]):
-            return i
+            return N.Call(node, i)
     return None
 
 
-def _uses(scope, name: str) -> bool:
-    return any(n.type == "name" and n.value == name for n in N.walk(scope))
-
-
+# -- T4 -----------------------------------------------------------------------------------
 def _t4_functions_as_values(env: Env, summary: Summary) -> list[Problem]:
-    training = {fn.name.value for fn, kinds in summary.functions.items() if kinds}
     out = []
-    for node in N.walk(env.source.module):
-        if node.type != "name" or node.value not in training:
-            continue
-        parent = node.parent
-        if parent.type in ("funcdef", "import_as_name", "dotted_as_name"):
-            continue
-        nxt = node.get_next_sibling()
-        if nxt is not None and nxt.type == "trailer":
-            continue  # f(...) or f.attr: a call, not a value
-        if parent.type == "decorator":
-            continue
-        call = _call_of_argument(node)
-        if call is not None and env.qualname(call.callee_parts) == "tensorflow.function":
-            continue  # tf.function(f) is the decorator spelled as a call
-        out.append(Problem("T4", node, f"training function `{node.value}` is used as a value; the loop summary cannot follow it", ()))
+    training = {}
+    for fn, tl in summary.functions.items():
+        if tl:
+            training.setdefault(fn.name.value, []).append(fn)
+    for name, fns in training.items():
+        for leaf in env.index.names.get(name, []):
+            fn, shown = _function_value(env, leaf, fns)
+            if fn is None:
+                continue
+            tl = summary.functions[fn]
+            blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
+            out.append(Problem("T4", shown, f"training function `{_text(env, shown)}` is "
+                               f"{_value_context(shown)}; the loop summary cannot follow it", blocks, region=fn,
+                               related=[(fn.name, "defined here")]))
     return out
 
 
-def _call_of_argument(node):
-    cur = node
-    while cur is not None and cur.type != "trailer":
+def _function_value(env: Env, leaf, fns):
+    """(funcdef, node shown) when `leaf` refers to one of `fns` as a value, not a call."""
+    parent = leaf.parent
+    if parent is None:
+        return None, None
+    if parent.type == "trailer" and parent.children[0] == ".":
+        # ``self.train_step`` (a method of this class) used without calling it.
+        owner = parent.parent
+        if owner is None or owner.type not in ("atom_expr", "power") or parent.children[0] != "." or \
+                owner.children[0].type != "name" or owner.children[0].value != "self" or owner.children[1] is not parent:
+            return None, None
+        nxt = parent.get_next_sibling()
+        if nxt is not None and nxt.type == "trailer":
+            return None, None
+        cls = env.class_of(leaf)
+        fn = env.method(cls.name.value, leaf.value) if cls is not None else None
+        shown = _span(owner.children[0], parent)
+        node = owner
+    else:
+        if not is_name_use(leaf) or parent.type == "decorator" or parent.type == "del_stmt":
+            return None, None
+        nxt = leaf.get_next_sibling()
+        if nxt is not None and nxt.type == "trailer":
+            return None, None    # f(...) or f.attr: a call or an attribute, not the function as a value
+        if parent.type == "expr_stmt" and any(parent.children[i] is leaf for i in range(0, len(parent.children) - 1, 2)) \
+                and parent.children[-1] is not leaf:
+            return None, None    # ``f = ...`` re-binds the name
+        scope = N.enclosing(leaf, {"funcdef"})
+        if scope is not None and (leaf.value in env.param_names(scope) or env.bindings_of(leaf.value, scope)):
+            return None, None    # a local variable of the same name
+        fn = env.function_named(leaf.value, leaf)
+        shown = leaf
+        node = leaf
+    if fn is None or fn not in fns:
+        return None, None
+    call = _call_with_argument(node)
+    if call is not None and env.qualname(call.callee_parts) == "tensorflow.function":
+        return None, None        # tf.function(f) is the decorator spelled as a call
+    return fn, shown
+
+
+def _call_with_argument(node) -> N.Call | None:
+    cur = node.parent
+    if cur is not None and cur.type == "argument":
         cur = cur.parent
-    if cur is None or cur.parent is None:
+    if cur is not None and cur.type == "arglist":
+        cur = cur.parent
+    if cur is None or not N.is_call_trailer(cur) or cur.parent is None:
         return None
-    idx = cur.parent.children.index(cur)
-    return N.Call(cur.parent, idx) if N.is_call_trailer(cur) else None
+    return N.Call(cur.parent, cur.parent.children.index(cur))
 
 
+def _value_context(node) -> str:
+    cur = node if not isinstance(node, _Span) else None
+    start = cur.parent if cur is not None else None
+    if isinstance(node, _Span):
+        return "used as a value"
+    cur = start
+    while cur is not None and cur.type not in ("simple_stmt", "suite", "file_input"):
+        if cur.type == "trailer" and N.is_call_trailer(cur):
+            return "passed as an argument"
+        if cur.type == "return_stmt":
+            return "returned as a value"
+        if cur.type == "expr_stmt":
+            return "assigned to a variable"
+        cur = cur.parent
+    return "used as a value"
+
+
+# -- T5 -----------------------------------------------------------------------------------
 def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
     out = []
-    for fn, kinds in summary.functions.items():
-        if kinds and _conditional(fn):
-            out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined conditionally",
-                               TAPE_RULES, region=fn))
+    module = env.source.module
+    conditional_defs = set()
+    for fn, tl in summary.functions.items():
+        if not tl:
+            continue
+        stop = N.enclosing(fn, {"funcdef"}) or module
+        cond = conditional_ancestor(fn, stop)
+        if cond is None:
+            continue
+        conditional_defs.add(id(fn))
+        blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
+        out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition",
+                           blocks, region=fn, related=[(_header(cond), "the condition")]))
     for site in summary.sites:
-        if site.kind == TAPE and site.function is None and _conditional(site.node):
-            out.append(Problem("T5", site.node, "the training loop is defined under a condition", TAPE_RULES, region=site.node))
+        if site.distributed or (site.function is not None and id(site.function) in conditional_defs):
+            continue
+        cond = conditional_ancestor(site.node, site.function or module)
+        if cond is None:
+            continue
+        what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
+        out.append(Problem("T5", site.node, f"the {what} runs under a condition", KIND_RULES[site.kind],
+                           region=cond, related=[(_header(cond), "the condition")]))
     return out
 
 
-def _conditional(node) -> bool:
-    cur = node.parent
-    while cur is not None and cur.type != "funcdef":
-        if cur.type in ("if_stmt", "try_stmt", "match_stmt"):
-            if cur.type == "if_stmt" and MAIN_GUARD in cur.children[1].get_code(include_prefix=False):
-                return False
-            return True
-        cur = cur.parent
-    return False
+__all__ = ["Blocker", "check", "is_main_guard"]
