@@ -9,7 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast venv hvd-env vscode-env bench clean
+.PHONY: demo test test-fast test-horovod test-vscode venv hvd-env vscode-env bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ test: $(STAMP) hvd-env vscode-env
 # The quick tiers only (no Horovod runs, no browser): for the edit-test loop.
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not horovod and not vscode"
+
+# The Horovod run tier only: converted programs on 2 ranks (horovodrun --gloo), ~4-5 min.
+test-horovod: $(STAMP) hvd-env
+	$(PY) -m pytest -m horovod
+
+# The real-editor test only (code-server + headless Chromium).
+test-vscode: $(STAMP) vscode-env
+	$(PY) -m pytest -m vscode tests/vscode
 
 bench: $(STAMP)
 	$(PY) bench/lsp_latency.py

@@ -21,7 +21,18 @@ from .source import ParseError, Source
 
 
 class UserError(Exception):
-    """A one-line error for the user (exit 2)."""
+    """A one-line error for the user (exit 2).
+
+    Printed as ``horovodize: <message>``, except errors located in a source file
+    (``path:line:col: syntax error: …``), which start with the location like a compiler's.
+    """
+
+    def __init__(self, message: str, located: bool = False):
+        super().__init__(message)
+        self.located = located
+
+    def line(self) -> str:
+        return str(self) if self.located else f"horovodize: {self}"
 
 
 def read_source(path: Path) -> str:
@@ -48,10 +59,19 @@ def python_files(paths: list[str]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*.py") if not any(part.startswith(".") for part in f.relative_to(p).parts))
+            # Below a directory, empty files (``__init__.py``) have nothing to convert: skipped.
+            out += sorted(f for f in p.rglob("*.py")
+                          if not any(part.startswith(".") for part in f.relative_to(p).parts) and not _empty(f))
         else:
             out.append(p)
     return out
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 # -- check ---------------------------------------------------------------------------------
@@ -64,7 +84,7 @@ def cmd_check(args) -> int:
         try:
             text = read_source(path)
         except UserError as e:
-            print(f"horovodize: {e}", file=sys.stderr)
+            print(e.line(), file=sys.stderr)
             errors += 1
             continue
         analysis = analyze(text, select)
@@ -102,7 +122,7 @@ def convert_file(path: Path) -> tuple[str, str]:
     try:
         return text, convert_text(text)
     except ParseError as e:
-        raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}")
+        raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -148,7 +168,7 @@ def cmd_convert(args) -> int:
         except UserError as e:
             if len(files) == 1:
                 raise
-            print(f"horovodize: {e}", file=sys.stderr)
+            print(e.line(), file=sys.stderr)
             failures += 1
             continue
         changed += before != after
@@ -251,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except UserError as e:
-        print(f"horovodize: {e}", file=sys.stderr)
+        print(e.line(), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -81,10 +81,14 @@ def _without_overlaps(edits: list[Edit]) -> list[Edit]:
     return out
 
 
-def analyze(text: str, select: set[str] | None = None) -> Analysis:
-    """All findings of one buffer; tolerant of syntax errors, never raises."""
+def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
+    """All findings of one buffer; tolerant of syntax errors, never raises.
+
+    `module` is an already parsed tree of exactly `text` (the language server passes the
+    result of parso's incremental diff parser); by default the text is parsed here.
+    """
     try:
-        source = Source(text)
+        source = Source(text, module)
     except Exception:  # parso itself failed: nothing to report
         log.exception("parse failed")
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
@@ -134,7 +138,7 @@ def _loop_findings(source: Source, summary: Summary) -> list[Finding]:
         related = [Related(*source.span(node), msg) for node, msg in site.related]
         if site.driver is not None:
             header = site.driver.children[0]
-            related.insert(0, Related(*source.span(site.driver.children[0]),
+            related.insert(0, Related(*source.span(site.driver_header),
                                       f"the `{header.value}` loop that drives this training step"))
         code = LOOP_CODES[site.kind]
         out.append(Finding(code, start, end, codes.LOOPS[code][1], SEVERITY_LOOP, None, related=related))
@@ -146,9 +150,10 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
     for p in problems:
         start, end = source.span(p.node)
         code = f"HVD-{p.code}"
-        blocks = ", ".join(p.blocks) if p.blocks else "no rule (the analysis may be incomplete)"
+        blocks = ", ".join(p.blocks) if p.blocks else "no rule"
+        related = [Related(*source.span(node), msg) for node, msg in p.related]
         out.append(Finding(code, start, end, f"{p.message} (blocks {blocks})", SEVERITY_RESTRICTION, None,
-                           blocks=tuple(p.blocks)))
+                           related=related, blocks=tuple(p.blocks)))
     return out
 
 

@@ -161,6 +161,7 @@ class Index:
     owned_calls: dict = field(default_factory=dict)    # id(owner) -> [Call]
     owned_withs: dict = field(default_factory=dict)    # id(owner) -> [with_item]
     def_owner: dict = field(default_factory=dict)      # id(funcdef/classdef) -> owner it is defined in
+    by_method: dict = field(default_factory=dict)      # method or callee name -> [Call]
 
 
 def build_index(module) -> Index:
@@ -188,6 +189,7 @@ def build_index(module) -> Index:
                 if N.is_call_trailer(children[i]):
                     call = N.Call(node, i)
                     idx.calls.append((call, owner))
+                    idx.by_method.setdefault(call.method or call.callee_dotted(), []).append(call)
                     idx.owned_calls.setdefault(id(owner), []).append(call)
         elif t == "with_item":
             idx.with_items.append((node, owner))

@@ -128,7 +128,7 @@ def call_args(trailer) -> list[Arg]:
             first = item.children[0]
             if first.type == "operator" and first.value in ("*", "**"):
                 args.append(Arg(item, item.children[1], None, first.value))
-            elif len(item.children) >= 3 and item.children[1] == "=":
+            elif len(item.children) >= 3 and item.children[1] == "=" and first.type == "name":
                 args.append(Arg(item, item.children[2], first.value))
             else:  # generator argument or walrus
                 args.append(Arg(item, item))
@@ -165,7 +165,7 @@ def statement_of(node):
     """The simple statement (``simple_stmt`` child) or compound statement holding `node`."""
     cur = node
     while cur.parent is not None:
-        if cur.parent.type == "simple_stmt":
+        if cur.parent.type == "simple_stmt" or is_bare_statement(cur):
             return cur
         if cur.type in COMPOUND:
             return cur
@@ -177,6 +177,24 @@ def simple_stmt_of(small):
     """The ``simple_stmt`` line holding a small statement (or None for a bare node)."""
     parent = small.parent
     return parent if parent is not None and parent.type == "simple_stmt" else None
+
+
+def is_bare_statement(node) -> bool:
+    """A small statement directly in a block, without its ``simple_stmt``.
+
+    parso leaves out the ``simple_stmt`` (and its newline) of a single statement on the
+    last line of a file that does not end with a line break: ``print(x)<EOF>`` is an
+    ``atom_expr`` child of ``file_input`` (or of the last ``suite``).
+    """
+    parent = node.parent
+    return (parent is not None and parent.type in ("file_input", "suite")
+            and node.type not in COMPOUND and node.type not in ("simple_stmt", "newline", "endmarker", "error_node"))
+
+
+def is_statement(node) -> bool:
+    """`node` is a whole small statement (alone or ``;``-separated), wrapped or bare."""
+    parent = node.parent
+    return parent is not None and (parent.type == "simple_stmt" or is_bare_statement(node))
 
 
 def enclosing(node, types: set[str]):
@@ -212,7 +230,7 @@ def conditional_ancestor(node, stop):
     """The first if/try/while/for/match (or ternary) between `node` and `stop`, if any."""
     cur = node.parent
     while cur is not None and cur is not stop:
-        if cur.type in ("if_stmt", "try_stmt", "while_stmt", "for_stmt", "match_stmt", "ternary"):
+        if cur.type in ("if_stmt", "try_stmt", "while_stmt", "for_stmt", "match_stmt", "test"):
             return cur
         cur = cur.parent
     return None
@@ -245,6 +263,8 @@ def assign_parts(expr_stmt):
 
 def alone_on_line(small) -> bool:
     """A small statement that is the only one on its line and starts it (in a block)."""
+    if is_bare_statement(small):
+        return True
     line = simple_stmt_of(small)
     if line is None or line.parent is None or line.parent.type not in ("suite", "file_input"):
         return False

@@ -67,6 +67,15 @@ class RuleContext:
     def blocked(self, code: str, node, binding=None) -> bool:
         return self._blocked(code, node, binding)
 
+    def calls(self, name: str, within=None) -> list:
+        """Calls of method (or function) `name` in source order, from the index built once
+        by the environment pass; `within` keeps those inside that node."""
+        found = self.env.index.by_method.get(name, [])
+        if within is None or within is self.source.module:
+            return found
+        start, end = within.start_pos, within.end_pos
+        return [c for c in found if start <= c.node.start_pos and c.node.end_pos <= end]
+
     # -- edit builders -------------------------------------------------------------
     @property
     def nl(self) -> str:
@@ -112,33 +121,61 @@ class RuleContext:
         return end
 
     def guard_rank0(self, small) -> Edit | None:
-        """``if hvd.rank() == 0: <stmt>`` in place, when the statement is alone on its line."""
-        if not N.alone_on_line(small):
-            return None
-        start = self.source.offset(small.start_pos)
-        return Edit(start, start, f"if {self.hvd}.rank() == 0: ")
+        """``if hvd.rank() == 0: <stmt>`` in place, when the statement is alone on its line.
 
-    def add_keyword(self, call: N.Call, text: str) -> Edit:
-        """Append ``keyword=value`` to the call's arguments, following its layout."""
+        A call statement sharing its line (``if step % 10 == 0: print(step)``, ``a = 1; f()``)
+        cannot take an ``if`` there; it becomes ``<call> if hvd.rank() == 0 else None``.
+        """
+        if N.alone_on_line(small):
+            start = self.source.offset(small.start_pos)
+            return Edit(start, start, f"if {self.hvd}.rank() == 0: ")
+        if small.type in ("atom_expr", "power") and N.simple_stmt_of(small) is not None:
+            end = self.source.offset(small.end_pos)
+            return Edit(end, end, f" if {self.hvd}.rank() == 0 else None")
+        return None
+
+    def add_keyword(self, call: N.Call, text: str) -> list[Edit]:
+        """Append ``keyword=value`` to the call's arguments, following its layout.
+
+        One argument per line stays so, with or without a trailing comma; a comment after
+        the last argument stays on that argument's line.
+        """
         src = self.source
         args = call.args
         close = src.offset(call.close_paren.start_pos)
         if not args:
-            return Edit(close, close, text)
+            return [Edit(close, close, text)]
         last_end = src.offset(args[-1].node.end_pos)
         between = src.text[last_end:close]
         trailing_comma = between.lstrip().startswith(",")
         multiline = "\n" in between or "\r" in between
         if multiline:
-            indent = src.indent_of(args[-1].node)
+            indent = self._argument_indent(call, args[-1])
+            anchor = last_end + between.index(",") + 1 if trailing_comma else last_end
+            eol = src.line_end(anchor)
+            if src.text[anchor:eol].strip().startswith("#"):
+                comma = [] if trailing_comma else [Edit(last_end, last_end, ",")]
+                return comma + [Edit(eol, eol, f"{indent}{text},{self.nl}")]
             if trailing_comma:
-                comma = last_end + between.index(",") + 1
-                return Edit(comma, comma, f"{self.nl}{indent}{text},")
-            return Edit(last_end, last_end, f",{self.nl}{indent}{text}")
+                return [Edit(anchor, anchor, f"{self.nl}{indent}{text},")]
+            return [Edit(last_end, last_end, f",{self.nl}{indent}{text}")]
         if trailing_comma:
             comma = last_end + between.index(",") + 1
-            return Edit(comma, comma, f" {text},")
-        return Edit(last_end, last_end, f", {text}")
+            return [Edit(comma, comma, f" {text},")]
+        return [Edit(last_end, last_end, f", {text}")]
+
+    def _argument_indent(self, call: N.Call, last: N.Arg) -> str:
+        """Indentation for a new argument line: the last argument's own indentation when it
+        starts its line, else the column of the first argument sharing its line (visual
+        alignment, ``f(a, b,`` / ``  c)``)."""
+        src = self.source
+        start = src.offset(last.node.start_pos)
+        line = src.line_start(start)
+        if not src.text[line:start].strip():
+            return src.text[line:start]
+        first = next(a for a in call.args if src.line_start(src.offset(a.node.start_pos)) == line)
+        lead = src.indent_of(first.node)
+        return lead + " " * (src.offset(first.node.start_pos) - line - len(lead))
 
     def wrap(self, node, before: str, after: str) -> list[Edit]:
         start, end = self.source.span(node)
@@ -158,11 +195,47 @@ class RuleContext:
         return [Edit(end, end, suffix)]
 
 
-def mentions_hvd(node, ctx: RuleContext) -> bool:
-    """Already distributed: the expression refers to the Horovod module."""
+def mentions_hvd(node, ctx: RuleContext, _seen: set | None = None) -> bool:
+    """Already distributed: the expression refers to the Horovod module, directly or through
+    a name assigned from it (Horovod's own examples write ``scaled_lr = 0.001 * hvd.size()``
+    then ``Adam(scaled_lr)``, ``verbose = 1 if hvd.rank() == 0 else 0`` then
+    ``fit(verbose=verbose)``, ``model_dir = ... if hvd.rank() == 0 else None``)."""
     if not ctx.env.horovod():
         return False
-    return any(n.type == "name" and n.value == ctx.env.hvd_name for n in N.walk(node))
+    seen = set() if _seen is None else _seen
+    for n in N.walk(node):
+        if n.type != "name":
+            continue
+        if n.value == ctx.env.hvd_name:
+            return True
+        name = _dotted_at(n)
+        if name in seen:
+            continue
+        seen.add(name)
+        if any(mentions_hvd(b.value, ctx, seen) for b in _visible_bindings(ctx, name, n)):
+            return True
+    return False
+
+
+def _dotted_at(name_leaf) -> str:
+    """``self.x`` for the ``self`` of ``self.x``, else the name itself."""
+    nxt = name_leaf.get_next_sibling()
+    if name_leaf.value == "self" and nxt is not None and nxt.type == "trailer" and nxt.children[0] == ".":
+        return f"self.{nxt.children[1].value}"
+    return name_leaf.value
+
+
+def _visible_bindings(ctx: RuleContext, name: str, at) -> list:
+    """Every assignment of `name` in the innermost scope (seen from `at`) that assigns it."""
+    env = ctx.env
+    if name.startswith("self."):
+        cls = N.enclosing(at, {"classdef"})
+        return [b for b in env.bindings if b.name == name and b.scope is cls]
+    for scope in env.scopes_for(at):
+        found = [b for b in env.bindings if b.name == name and b.scope is scope]
+        if found:
+            return found
+    return []
 
 
 def under_rank0_guard(node, ctx: RuleContext) -> bool:

@@ -16,9 +16,7 @@ RULES = {"HVD040": ("shard-dataset", "Take n // hvd.size() elements per rank")}
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    for call in N.calls_in(ctx.source.module):
-        if call.method != "take":
-            continue
+    for call in ctx.calls("take"):
         root = call.node.children[0]
         b = ctx.env.lookup(root.value, call.node, "dataset") if root.type == "name" else None
         if b is None:
@@ -35,4 +33,4 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _sharded(ctx: RuleContext, call: N.Call) -> bool:
-    return any(c.method == "shard" for c in N.calls_in(call.node))
+    return bool(ctx.calls("shard", call.node))

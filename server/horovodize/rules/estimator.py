@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from .. import nodes as N
+from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 
 RULES = {
@@ -17,11 +18,12 @@ RULES = {
 }
 HOOKS_POS = 1          # Estimator.train(input_fn, hooks=None, steps=None, ...)
 ATOMIC = ("name", "atom", "atom_expr", "power")
+LOW_PRECEDENCE = ("test", "lambdef", "namedexpr_test")
 
 
 def train_calls(ctx: RuleContext) -> Iterator[N.Call]:
-    for call in N.calls_in(ctx.source.module):
-        if call.method == "train" and ctx.env.lookup(call.receiver_dotted(), call.node, "estimator"):
+    for call in ctx.calls("train"):
+        if ctx.env.lookup(call.receiver_dotted(), call.node, "estimator"):
             yield call
 
 
@@ -33,9 +35,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         hook = f"{hvd}.BroadcastGlobalVariablesHook(0)"
         arg = call.keyword("hooks") or call.positional(HOOKS_POS)
         if arg is None:
-            edits = [ctx.add_keyword(call, f"hooks=[{hook}]")]
+            edits = ctx.add_keyword(call, f"hooks=[{hook}]")
         elif mentions_hvd(arg.value, ctx):
             continue
+        elif arg.value.type == "keyword" and arg.value.value == "None":   # hooks=None
+            start, end = ctx.source.span(arg.value)
+            edits = [Edit(start, end, f"[{hook}]")]
         elif arg.value.type in ATOMIC:
             edits = ctx.wrap(arg.value, "", f" + [{hook}]")
         else:
@@ -50,7 +55,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if arg is None or mentions_hvd(arg.value, ctx) or ctx.blocked("HVD061", b.stmt, b):
             continue
         value = arg.value
-        edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") if value.type in ("ternary", "lambdef") \
+        # A conditional expression is parso's "test" node: `d if c else None if hvd.rank() == 0
+        # else None` would bind as `d if c else (None if ...)`, so it is parenthesised.
+        edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") if value.type in LOW_PRECEDENCE \
             else ctx.wrap(value, "", f" if {hvd}.rank() == 0 else None")
         yield finding(ctx, "HVD061", value, "every rank writes checkpoints to model_dir",
                       Fix(RULES["HVD061"][1], edits))

@@ -3,8 +3,10 @@ broadcast the initial state from rank 0 once, after the first ``apply_gradients`
 
 The seeds' broadcast uses a Python ``global`` flag, which ``@tf.function`` reads once at
 trace time, and iterates ``zip(...)`` twice. Here the arguments are materialised with
-``list(...)`` and the "first step" test is the optimizer's own step counter
-(``opt.iterations == k``), a tensor that works eagerly and inside ``@tf.function``.
+``list(...)`` and the flag is a ``tf.Variable`` per site, defined after the set-up:
+``if not flag:`` becomes a ``tf.cond`` inside ``@tf.function`` and a plain test eagerly,
+and the broadcast runs at each process's first step — also when only rank 0 restored a
+checkpoint (the optimizer's step counter would differ across ranks and hang the collective).
 
 Requires: env (tapes, optimizer bindings), loop (flavour), restrictions (R8).
 """
@@ -14,14 +16,17 @@ from __future__ import annotations
 from typing import Iterator
 
 from .. import nodes as N
+from ..env import TF1_OPTIMIZERS
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding
+from .setup_imports import after_setup, tf_name
 
 RULES = {
     "HVD020": ("distributed-gradient-tape", "Wrap the tape in hvd.DistributedGradientTape"),
     "HVD021": ("broadcast-initial-state", "Broadcast model and optimizer variables after the first step"),
 }
 GRADS = "hvd_grads_and_vars"
+FLAG = "hvd_broadcast_done"
 
 
 def applies(ctx: RuleContext) -> bool:
@@ -43,31 +48,55 @@ def _tapes(ctx: RuleContext) -> Iterator[Finding]:
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
         outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
-        edit = ctx.insert_after_stmt(outer, f"{tape.name} = {ctx.hvd}.DistributedGradientTape({tape.name})")
+        wrap = f"{tape.name} = {ctx.hvd}.DistributedGradientTape({tape.name})"
+        inner = _gradient_inside(tape, with_stmt)
+        edit = ctx.insert_before_stmt(inner, wrap) if inner is not None else ctx.insert_after_stmt(outer, wrap)
         yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
                       Fix(RULES["HVD020"][1], [edit]))
 
 
+def _gradient_inside(tape, with_stmt):
+    """The statement of the with block that calls ``tape.gradient`` (gradients taken inside
+    the block): the wrap must come before it, not after the block."""
+    suite = with_stmt.children[-1]
+    for call in N.calls_in(suite):
+        if call.method == "gradient" and call.receiver_dotted() == tape.name:
+            stmt = N.statement_of(call.node)
+            while stmt.parent is not None and stmt.parent.type == "simple_stmt":
+                stmt = stmt.parent
+            if N.enclosing(stmt, {"funcdef", "lambdef"}) is N.enclosing(with_stmt, {"funcdef", "lambdef"}):
+                return stmt
+    return None
+
+
 def _wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
     scope = N.func_scope_of(with_stmt)
-    for call in N.calls_in(scope):
-        if call.method == "DistributedGradientTape":
-            arg = call.positional(0)
-            if arg is not None and N.dotted(arg.value) == tape.name:
-                return True
-    return False
+    return any(N.dotted(a.value) == tape.name
+               for a in (c.positional(0) for c in ctx.calls("DistributedGradientTape", scope)) if a is not None)
 
 
 def gradient_sites(ctx: RuleContext) -> Iterator[tuple[N.Call, object, str]]:
     """(call, statement, optimizer text) of every ``opt.apply_gradients(...)`` on a known optimizer."""
-    for call in N.calls_in(ctx.source.module):
-        if call.method != "apply_gradients":
-            continue
+    for call in ctx.calls("apply_gradients"):
         receiver = call.receiver_dotted()
         b = ctx.env.lookup(receiver, call.node, "optimizer")
-        if b is None:
+        if b is None and not _optimizer_parameter(ctx, receiver, call.node):
             continue
         yield call, b, receiver
+
+
+def _optimizer_parameter(ctx: RuleContext, name: str | None, at) -> bool:
+    """``def train_step(model, optimizer, ...)``: the optimizer handed in by the caller.
+
+    A parameter of the enclosing function that the function does not rebind, in a file
+    that creates an optimizer somewhere (the binding, if any, is then None).
+    """
+    fn = N.enclosing(at, {"funcdef"})
+    if not name or "." in name or fn is None:
+        return False
+    if name not in {p.name.value for p in fn.get_params()} or ctx.env.lookup(name, at) is not None:
+        return False
+    return any(b.role == "optimizer" for b in ctx.env.bindings)
 
 
 def statement_form(call: N.Call):
@@ -75,7 +104,7 @@ def statement_form(call: N.Call):
     if not call.is_whole():
         return None
     parent = call.node.parent
-    if parent.type == "simple_stmt":
+    if N.is_statement(call.node):
         stmt = call.node
     elif parent.type == "expr_stmt" and parent.children[-1] is call.node and parent.children[-2] == "=":
         stmt = parent
@@ -85,26 +114,30 @@ def statement_form(call: N.Call):
 
 
 def _apply_gradients(ctx: RuleContext) -> Iterator[Finding]:
-    counts: dict[tuple, int] = {}
+    sites = []
     for call, binding, receiver in gradient_sites(ctx):
         stmt = statement_form(call)
         scope = N.func_scope_of(call.node)
-        key = (id(scope), receiver)
-        counts[key] = counts.get(key, 0) + 1
         if stmt is None or ctx.blocked("HVD021", call.node, binding) or _broadcasts(ctx, scope):
             continue
-        arg = call.keyword("grads_and_vars") or call.positional(0)
-        if arg is None:
+        if _tf1_optimizer(ctx, binding):
             continue
-        src = ctx.source
+        arg = call.keyword("grads_and_vars") or call.positional(0)
+        anchor = after_setup(ctx)
+        if arg is not None and anchor is not None:
+            sites.append((call, receiver, stmt, arg, anchor))
+    src, hvd, unit = ctx.source, ctx.hvd, ctx.source.indent_unit
+    tf = tf_name(ctx)
+    for (call, receiver, stmt, arg, anchor), flag in zip(sites, _flag_names(ctx, len(sites))):
         start, end = src.span(arg.value)
-        hvd, unit = ctx.hvd, src.indent_unit
         after = "\n".join([
-            f"if {receiver}.iterations == {counts[key]}:",
+            f"if not {flag}:",
             f"{unit}{hvd}.broadcast_variables([v for _, v in {GRADS}], root_rank=0)",
             f"{unit}{hvd}.broadcast_variables({receiver}.variables() if callable({receiver}.variables) else {receiver}.variables, root_rank=0)",
+            f"{unit}{flag}.assign(True)",
         ])
         edits = [
+            Edit(anchor, anchor, ctx.lines(f"{flag} = {tf}.Variable(False, trainable=False)", "")),
             ctx.insert_before_stmt(stmt, f"{GRADS} = list({src.text[start:end]})"),
             Edit(start, end, GRADS),
             ctx.insert_after_stmt(stmt, after),
@@ -113,5 +146,28 @@ def _apply_gradients(ctx: RuleContext) -> Iterator[Finding]:
                       Fix(RULES["HVD021"][1], edits))
 
 
+def _flag_names(ctx: RuleContext, n: int) -> list[str]:
+    """One fresh flag per site: a shared flag would let the first site's broadcast stop the
+    second optimizer's (a GAN's discriminator would never be broadcast)."""
+    used = ctx.env.index.names
+    names, k = [], 1
+    while len(names) < n:
+        name = FLAG if k == 1 else f"{FLAG}_{k}"
+        if name not in used:
+            names.append(name)
+        k += 1
+    return names
+
+
+def _tf1_optimizer(ctx: RuleContext, binding) -> bool:
+    """TF1 optimizers (``tf.train.XOptimizer``) have no ``iterations`` and run in graph mode;
+    their initial state is broadcast by ``hvd.BroadcastGlobalVariablesHook`` (HVD060)."""
+    if ctx.summary.estimator:
+        return True
+    if binding is None:
+        return ctx.env.tf1
+    return binding.detail in TF1_OPTIMIZERS
+
+
 def _broadcasts(ctx: RuleContext, scope) -> bool:
-    return any(c.method == "broadcast_variables" for c in N.calls_in(scope))
+    return bool(ctx.calls("broadcast_variables", scope))

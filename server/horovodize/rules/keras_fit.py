@@ -19,15 +19,13 @@ RULES = {
 }
 # Keras Model.fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 VERBOSE_POS, CALLBACKS_POS = 4, 5
-LOW_PRECEDENCE = ("ternary", "lambdef", "namedexpr_test", "test")
+LOW_PRECEDENCE = ("test", "lambdef", "namedexpr_test")
 
 
 def fit_calls(ctx: RuleContext) -> Iterator[N.Call]:
     """Every ``model.fit(...)`` on something the file knows to be a Keras model."""
-    compiled = {c.receiver_dotted() for c in N.calls_in(ctx.source.module) if c.method == "compile"}
-    for call in N.calls_in(ctx.source.module):
-        if call.method != "fit":
-            continue
+    compiled = {c.receiver_dotted() for c in ctx.calls("compile")}
+    for call in ctx.calls("fit"):
         receiver = call.receiver_dotted()
         if receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
             yield call
@@ -46,9 +44,19 @@ def _arg(call: N.Call, name: str, pos: int):
 
 
 def _paren(ctx: RuleContext, node, text_before="", text_after="") -> list[Edit]:
+    """Rewrite an argument value as one replacement, not a prefix and a suffix insertion.
+
+    A suffix insertion at the end of the last argument would share its offset with the
+    other rule's ``, keyword=...`` insertion at that point, and the order of insertions
+    at one offset is the order of the findings: ``verbose=0`` followed by a new
+    ``callbacks=`` came out as ``verbose=0, callbacks=[...] if hvd.rank() == 0 else 0``.
+    A replacement of ``[start, end)`` always sorts before an insertion at ``end``.
+    """
+    start, end = ctx.source.span(node)
+    value = ctx.source.text[start:end]
     if node.type in LOW_PRECEDENCE:
-        return ctx.wrap(node, text_before + "(", ")" + text_after)
-    return ctx.wrap(node, text_before, text_after)
+        value = f"({value})"
+    return [Edit(start, end, f"{text_before}{value}{text_after}")]
 
 
 def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
@@ -58,8 +66,9 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     broadcast = f"{hvd}.callbacks.BroadcastGlobalVariablesCallback(0)"
     arg = _arg(call, "callbacks", CALLBACKS_POS)
     if arg is None:
-        edits = [ctx.add_keyword(call, f"callbacks=[{broadcast}]")]
-    elif mentions_hvd(arg.value, ctx) or "BroadcastGlobalVariables" in arg.value.get_code(include_prefix=False):
+        edits = ctx.add_keyword(call, f"callbacks=[{broadcast}]")
+    elif mentions_hvd(arg.value, ctx) or "BroadcastGlobalVariables" in arg.value.get_code(include_prefix=False) \
+            or _list_holds_hvd(ctx, arg.value):
         return
     elif arg.value.type == "keyword" and arg.value.value == "None":
         start, end = ctx.source.span(arg.value)
@@ -76,10 +85,36 @@ def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     hvd = ctx.hvd
     arg = _arg(call, "verbose", VERBOSE_POS)
     if arg is None:
-        edits = [ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")]
+        edits = ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")
     elif mentions_hvd(arg.value, ctx):
         return
     else:
         edits = _paren(ctx, arg.value, "", f" if {hvd}.rank() == 0 else 0")
     yield finding(ctx, "HVD051", call.node, "every rank prints fit progress",
                   Fix(RULES["HVD051"][1], edits))
+
+
+def _list_holds_hvd(ctx: RuleContext, value) -> bool:
+    """``callbacks=cbs`` where ``cbs`` is built with Horovod callbacks in the same scope
+    (``cbs = [hvd.callbacks.BroadcastGlobalVariablesCallback(0), ...]``, ``cbs.append(hvd...)``,
+    ``cbs += [...]``): Horovod's own examples, already distributed."""
+    name = N.dotted(value)
+    if name is None or not ctx.env.horovod():
+        return False
+    scope = N.func_scope_of(value)
+    for node in N.walk(scope):
+        if node.type == "expr_stmt":
+            parts = N.assign_parts(node)
+            if parts is not None:
+                targets, rhs = parts
+            elif len(node.children) == 3 and node.children[1].type == "operator" and node.children[1].value == "+=":
+                targets, rhs = [node.children[0]], node.children[2]
+            else:
+                continue
+            if any(N.dotted(t) == name for t in targets) and mentions_hvd(rhs, ctx):
+                return True
+    for call in [c for m in ("append", "extend", "insert") for c in ctx.calls(m, scope)]:
+        if call.receiver_dotted() == name \
+                and any(mentions_hvd(a.value, ctx) for a in call.args):
+            return True
+    return False

@@ -41,8 +41,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",
                           Fix(RULES["HVD011"][1], [edit]))
-    for call in N.calls_in(ctx.source.module):
-        if call.method == "compile" and call.is_whole():
+    for call in ctx.calls("compile"):
+        if call.is_whole():
             yield from _compile(ctx, call)
 
 
@@ -59,9 +59,9 @@ def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:
         default = _default_lr(ctx, call)
         if default is None:
             return
-        edit = ctx.add_keyword(call, f"learning_rate={default} * {ctx.hvd}.size()")
+        edits = ctx.add_keyword(call, f"learning_rate={default} * {ctx.hvd}.size()")
         yield finding(ctx, "HVD010", call.node, f"learning rate of {name} is not scaled by the number of ranks",
-                      Fix(RULES["HVD010"][1], [edit]))
+                      Fix(RULES["HVD010"][1], edits))
         return
     if mentions_hvd(lr.value, ctx):
         return
@@ -81,32 +81,102 @@ def _default_lr(ctx: RuleContext, call: N.Call) -> str | None:
     return KERAS_OPTIMIZERS.get(last) if last in KERAS_OPTIMIZERS else TF1_OPTIMIZERS.get(last)
 
 
+SCHEDULE_BASE = "tensorflow.keras.optimizers.schedules.LearningRateSchedule"
+# Keras schedules whose learning rate is not their first argument.
+SCHEDULE_RATE_ARG = {"PiecewiseConstantDecay": ("values", 1)}
+
+
 def _schedule_call(ctx: RuleContext, value) -> N.Call | None:
+    """The schedule constructor behind an optimizer's learning rate (a call or a name bound to one)."""
     call = N.as_call(value)
     if call is None:
-        b = ctx.env.lookup(N.dotted(value), value, "lr_schedule")
+        name = N.dotted(value)
+        b = ctx.env.lookup(name, value) if name else None   # user schedules bind as plain values
         call = N.as_call(b.value) if b else None
-    if call is not None and (ctx.env.role_of_call(call) or ("",))[0] == "lr_schedule":
+    if call is None:
+        return None
+    if (ctx.env.role_of_call(call) or ("",))[0] == "lr_schedule" or call.callee_dotted() in _schedule_classes(ctx):
         return call
+    return None
+
+
+def _schedule_classes(ctx: RuleContext) -> dict[str, object]:
+    """Classes of this file deriving ``LearningRateSchedule`` (directly or through another one)."""
+    cached = getattr(ctx, "_schedule_classes", None)
+    if cached is not None:
+        return cached
+    out: dict[str, object] = {}
+    ctx._schedule_classes = out
+    for node in N.walk(ctx.source.module):
+        if node.type != "classdef":
+            continue
+        supers = node.get_super_arglist()
+        bases = [] if supers is None else (
+            [c for c in supers.children if c.type != "operator"] if supers.type == "arglist" else [supers])
+        if any(ctx.env.qualname(b) == SCHEDULE_BASE or N.dotted(b) in out for b in bases):
+            out[node.name.value] = node
+    return out
+
+
+def _user_rate_param(ctx: RuleContext, cls) -> tuple[str, int] | None:
+    """(name, positional index) of the learning-rate parameter of a schedule class's ``__init__``.
+
+    Only a parameter *named* like a learning rate qualifies: the first argument of a custom
+    schedule is often something else (``d_model``, ``warmup_steps``).
+    """
+    classes = _schedule_classes(ctx)
+    seen = set()
+    while cls is not None and id(cls) not in seen:
+        seen.add(id(cls))
+        for fn in cls.iter_funcdefs():
+            if fn.name.value != "__init__":
+                continue
+            params = [p.name.value for p in fn.get_params()][1:]   # without self
+            for i, name in enumerate(params):
+                if name in ("lr", "learning_rate") or "learning_rate" in name or name.endswith("_lr"):
+                    return name, i
+            return None
+        supers = cls.get_super_arglist()
+        cls = classes.get(N.dotted(supers)) if supers is not None and supers.type != "arglist" else None
     return None
 
 
 def _scale_schedule(ctx: RuleContext, schedule: N.Call, used_at) -> Iterator[Finding]:
     if ctx.blocked("HVD013", schedule.node):
         return
-    arg = schedule.keyword("initial_learning_rate") or schedule.positional(0)
+    local = _schedule_classes(ctx).get(schedule.callee_dotted() or "")
+    if local is not None:
+        param = _user_rate_param(ctx, local)
+        if param is None:
+            return  # cannot tell which argument is the rate; never multiply the schedule object
+        keyword, pos = param
+    else:
+        cls = (ctx.env.qualname(schedule.callee_parts) or "").rsplit(".", 1)[-1]
+        keyword, pos = SCHEDULE_RATE_ARG.get(cls, ("initial_learning_rate", 0))
+    arg = schedule.keyword(keyword) or schedule.positional(pos)
     if arg is None or mentions_hvd(arg.value, ctx):
         return
+    edits = _scale_rates(ctx, arg.value) if keyword == "values" else ctx.scale(arg.value, "*")
     yield finding(ctx, "HVD013", arg.value, "initial rate of the learning-rate schedule is not scaled by the number of ranks",
-                  Fix(RULES["HVD013"][1], ctx.scale(arg.value, "*")))
+                  Fix(RULES["HVD013"][1], edits))
+
+
+def _scale_rates(ctx: RuleContext, value) -> list[Edit]:
+    """Scale every rate of a list of rates (``[0.1, 0.01]`` element-wise, else a comprehension)."""
+    if value.type == "atom" and value.children[0] in ("[", "(") and len(value.children) == 3:
+        inner = value.children[1]
+        items = inner.children if inner.type == "testlist_comp" else [inner]
+        elems = [c for c in items if not (c.type == "operator" and c.value == ",")]
+        if elems and all(e.type not in ("star_expr", "sync_comp_for", "comp_for") for e in elems):
+            return [edit for e in elems for edit in ctx.scale(e, "*")]
+    return ctx.wrap(value, f"[rate * {ctx.hvd}.size() for rate in ", "]")
 
 
 def _already_wrapped(ctx: RuleContext, b) -> bool:
-    for call in N.calls_in(ctx.source.module):
-        if call.method == "DistributedOptimizer":
-            first = call.positional(0) or call.keyword("optimizer")
-            if first is not None and (N.dotted(first.value) == b.name or first.value is b.value):
-                return True
+    for call in ctx.calls("DistributedOptimizer"):
+        first = call.positional(0) or call.keyword("optimizer")
+        if first is not None and (N.dotted(first.value) == b.name or first.value is b.value):
+            return True
     return False
 
 

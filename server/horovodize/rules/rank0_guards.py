@@ -45,7 +45,7 @@ def statement(call: N.Call):
     if not call.is_whole():
         return None
     parent = call.node.parent
-    if parent.type == "simple_stmt":
+    if N.is_statement(call.node):
         return call.node
     if parent.type == "expr_stmt" and parent.children[-1] is call.node and parent.children[-2] == "=":
         return parent
@@ -53,7 +53,8 @@ def statement(call: N.Call):
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    for call in N.calls_in(ctx.source.module):
+    candidates = [c for name in ("print", "save", "write", *MODEL_METHODS) for c in ctx.calls(name)]
+    for call in sorted(candidates, key=lambda c: c.node.start_pos):
         code = classify(ctx, call)
         if code is None:
             continue

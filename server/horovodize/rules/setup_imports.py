@@ -19,13 +19,20 @@ RULES = {
 }
 
 
+def tf_name(ctx: RuleContext) -> str:
+    """The name the set-up uses for the tensorflow module (bound by the set-up if needed)."""
+    tf = ctx.env.tf_alias()
+    if tf is None:  # `from tensorflow import keras` only: the pinning needs the module
+        tf = "tf" if "tf" not in ctx.env.index.names else "hvd_tf"
+    return tf
+
+
 def setup_code(ctx: RuleContext) -> str:
     """The set-up block, one statement per line, ``\\n``-separated and unindented."""
     env, unit = ctx.env, ctx.source.indent_unit
     lines = []
-    tf = env.tf_alias()
-    if tf is None:  # `from tensorflow import keras` only: the pinning needs the module
-        tf = "tf" if "tf" not in env.aliases else "hvd_tf"
+    tf = tf_name(ctx)
+    if env.tf_alias() is None:
         lines.append(f"import tensorflow as {tf}")
     lines += [
         f"import {ctx.summary.hvd_module} as hvd",
@@ -55,6 +62,25 @@ def setup_site(ctx: RuleContext) -> Finding | None:
     return finding(ctx, code, site_node, message, Fix(RULES[code][1], [edit], needs_setup=False))
 
 
+SETUP_MARKERS = ("init()", "list_physical_devices", "set_memory_growth", "set_visible_devices")
+
+
+def after_setup(ctx: RuleContext) -> int | None:
+    """Offset where module-level state that needs the set-up goes: right after the set-up
+    (where HVD001/HVD002 inserts it, or after an existing one), before any other code."""
+    env = ctx.env
+    last = env.top_imports_end
+    if env.horovod():
+        for stmt in ctx.source.module.children:
+            if stmt.type in ("funcdef", "classdef", "decorated", "for_stmt", "while_stmt", "with_stmt"):
+                break
+            code = stmt.get_code(include_prefix=False)
+            if stmt.type == "simple_stmt" and stmt.children[0].type in ("import_name", "import_from") \
+                    or any(m in code for m in SETUP_MARKERS):
+                last = stmt
+    return ctx.stmt_end(last) if last is not None else None
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     site = setup_site(ctx)
     if site is not None:
@@ -64,9 +90,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 def _cuda_visible_devices(ctx: RuleContext) -> Iterator[Finding]:
     os_names = {n for n, q in ctx.env.aliases.items() if q == "os"}
-    for node in N.walk(ctx.source.module):
-        if node.type != "expr_stmt":
-            continue
+    if not os_names or "CUDA_VISIBLE_DEVICES" not in ctx.source.text:
+        return
+    for node, _owner in ctx.env.index.assignments:
         parts = N.assign_parts(node)
         if not parts or len(parts[0]) != 1:
             continue
@@ -85,18 +111,23 @@ def _cuda_visible_devices(ctx: RuleContext) -> Iterator[Finding]:
 def _delete_statement(ctx: RuleContext, small) -> Edit | None:
     """Delete a statement alone on its line; keep a trailing comment; `pass` if the block empties."""
     src = ctx.source
-    line = N.simple_stmt_of(small)
-    if line is None or len([c for c in line.children if c.type != "newline"]) != 1:
-        return None
-    if line.parent is None or line.parent.type not in ("suite", "file_input"):
+    if N.is_bare_statement(small):          # last line of a file without a final line break
+        block, line_end = small.parent, len(src.text)
+    else:
+        line = N.simple_stmt_of(small)
+        if line is None or len([c for c in line.children if c.type != "newline"]) != 1:
+            return None
+        block = line.parent
+        newline_leaf = line.children[-1]
+        line_end = src.offset(newline_leaf.start_pos) if newline_leaf.type == "newline" else src.line_end(src.offset(small.end_pos))
+    if block is None or block.type not in ("suite", "file_input"):
         return None
     start = src.line_start(src.offset(small.start_pos))
     stmt_start = src.offset(small.start_pos)
     end = src.offset(small.end_pos)
-    newline_leaf = line.children[-1]
-    comment_start = src.text.find("#", end, src.offset(newline_leaf.start_pos) if newline_leaf.type == "newline" else src.line_end(end))
-    siblings = [c for c in line.parent.children if c.type in ("simple_stmt",) or c.type in N.COMPOUND]
-    if line.parent.type == "suite" and len(siblings) == 1:
+    comment_start = src.text.find("#", end, line_end)
+    siblings = [c for c in block.children if c.type == "simple_stmt" or c.type in N.COMPOUND or N.is_bare_statement(c)]
+    if block.type == "suite" and len(siblings) == 1:
         return Edit(stmt_start, end, "pass")
     if comment_start != -1:
         return Edit(stmt_start, comment_start, "")

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Create (once) the Horovod run environment used by the `horovod` test tier and
+# by `horovodize verify`:
+#   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI)
+# Idempotent: a stamp file is written only after `horovodrun --check-build`
+# reports TensorFlow and Gloo, so a second run returns at once.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+VENV=.cache/hvd-venv
+# Bump this key whenever a pin below changes: it invalidates the stamp.
+KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 gloo v1"
+STAMP="$VENV/.hvd-env-ok"
+
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" && -x "$VENV/bin/horovodrun" ]]; then
+    echo "hvd-env: up to date ($VENV)"
+    exit 0
+fi
+
+log() { echo "hvd-env: $*"; }
+
+# --- system build tools (only when missing) --------------------------------
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v g++   >/dev/null 2>&1 || missing+=(g++)
+command -v make  >/dev/null 2>&1 || missing+=(make)
+if ((${#missing[@]})); then
+    log "installing ${missing[*]} with apt-get"
+    sudo=""
+    if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+
+# --- a Python 3.11 interpreter ---------------------------------------------
+PY311="${HVD_ENV_PYTHON:-}"
+if [[ -z "$PY311" ]]; then
+    for cand in python3.11 python3; do
+        if command -v "$cand" >/dev/null 2>&1 &&
+           "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+            PY311="$(command -v "$cand")"
+            break
+        fi
+    done
+fi
+apt_install() {
+    local sudo=""
+    if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@"
+}
+if [[ -z "$PY311" ]]; then
+    # Debian 12's own python3 is 3.11: install it with headers (horovod builds a C++ extension).
+    log "no Python 3.11 on PATH; installing python3.11 with apt-get"
+    apt_install python3.11 python3.11-venv python3.11-dev
+    PY311=/usr/bin/python3.11
+fi
+if ! "$PY311" -c 'import venv, ensurepip' 2>/dev/null; then
+    log "installing python3.11-venv with apt-get"
+    apt_install python3.11-venv
+fi
+if [[ ! -f "$("$PY311" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]]; then
+    log "installing python3.11-dev (Python.h) with apt-get"
+    apt_install python3.11-dev
+fi
+
+# --- the venv ----------------------------------------------------------------
+if [[ ! -x "$VENV/bin/python" ]]; then
+    log "creating $VENV with $PY311"
+    mkdir -p .cache
+    "$PY311" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+
+log "installing build dependencies and TensorFlow"
+"${PIP[@]}" install -q pip==24.0
+"${PIP[@]}" install -q \
+    setuptools==69.5.1 wheel==0.43.0 packaging==24.0 \
+    psutil==5.9.8 cloudpickle==3.0.0 pyyaml==6.0.1 cffi==1.16.0 \
+    numpy==1.26.4 tensorflow-cpu==2.15.1
+
+# Build horovod only when it is missing or lacks the TensorFlow/Gloo ops.
+if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horovod.__version__ == "0.28.1"; assert h.gloo_built()' 2>/dev/null; then
+    log "building horovod 0.28.1 (TensorFlow + Gloo, no MPI); this takes a few minutes"
+    jobs="$(nproc 2>/dev/null || echo 2)"
+    PATH="$PWD/$VENV/bin:$PATH" \
+    MAKEFLAGS="-j$jobs" \
+    HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
+    HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
+        "${PIP[@]}" install --no-cache-dir --no-build-isolation --force-reinstall --no-deps horovod==0.28.1
+fi
+
+# --- check --------------------------------------------------------------------
+log "checking the build"
+check="$(PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/horovodrun" --check-build)"
+echo "$check"
+if ! grep -Eq '\[X\] TensorFlow' <<<"$check" || ! grep -Eq '\[X\] Gloo' <<<"$check"; then
+    log "horovodrun --check-build does not list TensorFlow and Gloo" >&2
+    exit 1
+fi
+
+echo "$KEY" >"$STAMP"
+log "ready: $VENV/bin/horovodrun"

@@ -1,0 +1,148 @@
+"""The run tier: convert each single-GPU program with `horovodize convert`, run the result on
+2 ranks with `horovodrun --gloo` from the Horovod venv, and check what Horovod promises:
+
+* both ranks exit 0 and report;
+* the ranks end with the same weights although they started from different ones;
+* the learning rate the optimizer uses is the original one x size;
+* each rank consumes its share of a `dataset.take(n)` (n // size);
+* only rank 0 prints, runs user callbacks, writes checkpoints and the Estimator model_dir.
+
+A negative control runs an unconverted program under the same launcher and expects the
+ranks' weights to differ, so the checksum comparison can fail.
+
+Programs run one after the other (2 cores). Set HOROVODIZE_RUN_TABLE=path.jsonl to record
+one row per run (used for docs/horovod-runs.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hvd_harness as H
+import pytest
+
+pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
+SIZE = 2
+
+
+@dataclass
+class Spec:
+    program: str
+    lr: dict                                             # report key -> learning rate before conversion
+    rank0_prints: list = field(default_factory=list)     # regexes seen on rank 0's stdout only
+    rank0_dirs: list = field(default_factory=list)       # HVD_OUT_DIR/<name>-rank<r> made by rank 0 only
+    per_rank: dict = field(default_factory=dict)         # report key -> {rank: expected value}
+
+
+SPECS = [
+    Spec("tape_eager.py", {"lr": 0.001}, [r"step 0 loss"]),
+    Spec("tape_function.py", {"lr": 0.002}, [r"step 0 loss"]),
+    Spec("tape_split_subclass.py", {"lr": 0.01}, [r"epoch 0 loss"]),
+    Spec("gan.py", {"lr": 1e-3, "lr2": 2e-3}, [r"epoch 1 gen"]),
+    Spec("keras_fit.py", {"lr": 0.001},
+         [r"user-callback epoch 1", r"Total params", r"Epoch 2/2"], ["fit-ckpt"],
+         per_rank={"callback_batches": {0: 16, 1: 0}}),
+    Spec("keras_compile_str.py", {"lr": 0.001}, [r"Epoch 2/2"]),
+    Spec("data_take.py", {"lr": 0.001}, [r"Step #0\tLoss"],
+         per_rank={"steps": {0: 24 // SIZE, 1: 24 // SIZE}}),
+    Spec("checkpoint_save.py", {"lr": 0.001}, [r"epoch 1 loss"], ["ckpt"]),
+    Spec("estimator_v1.py", {"lr": 0.001}, [r"trained; global step"], ["estimator"]),
+]
+
+
+def same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def describe(run: H.RankRun, converted: Path | None = None) -> str:
+    text = f"horovodrun exit {run.returncode}{' (timed out)' if run.timed_out else ''}, {run.wall:.1f}s\n"
+    if converted is not None:
+        text += f"converted program: {converted}\n"
+    return text + "--- output tail ---\n" + run.tail()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.program[:-3] for s in SPECS])
+def test_converted_program_runs_distributed(spec: Spec, hvd_env, horovodize_exe, tmp_path):
+    converted = H.convert(H.PROGRAMS / spec.program, tmp_path / spec.program)
+    run = H.horovodrun(converted, tmp_path, np=SIZE)
+    reports = run.reports
+    checksums = [reports[r]["checksum"] for r in sorted(reports)]
+    H.record({"program": spec.program, "converted": True, "ranks": SIZE, "exit": run.returncode,
+              "wall": round(run.wall, 1), "checksums": checksums,
+              "equal": len(checksums) == SIZE and all(same(c, checksums[0]) for c in checksums)})
+    info = describe(run, converted)
+
+    # both ranks ran to the end and reported
+    assert run.returncode == 0 and not run.timed_out, info
+    assert sorted(reports) == list(range(SIZE)), f"reports from ranks {sorted(reports)}\n{info}"
+
+    # identical weights at the end
+    assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
+
+    # learning rate scaled by the number of ranks
+    for key, original in spec.lr.items():
+        for r, rep in reports.items():
+            assert rep.get(key) is not None, f"rank {r} reported no {key}\n{info}"
+            assert math.isclose(rep[key], original * SIZE, rel_tol=1e-5), \
+                f"rank {r} {key} = {rep[key]}, expected {original} x {SIZE}\n{info}"
+
+    for key, expected in spec.per_rank.items():
+        got = {r: reports[r].get(key) for r in reports}
+        assert got == expected, f"{key} per rank: {got}, expected {expected}\n{info}"
+
+    # side effects on rank 0 only
+    for pattern in spec.rank0_prints:
+        assert re.search(pattern, run.stdout.get(0, "")), f"rank 0 did not print /{pattern}/\n{info}"
+        for r in range(1, SIZE):
+            assert not re.search(pattern, run.stdout.get(r, "")), f"rank {r} printed /{pattern}/\n{info}"
+    out = tmp_path / "out"
+    for name in spec.rank0_dirs:
+        d0 = out / f"{name}-rank0"
+        assert d0.is_dir() and any(d0.iterdir()), f"rank 0 wrote nothing to {d0}\n{info}"
+        for r in range(1, SIZE):
+            assert not (out / f"{name}-rank{r}").exists(), f"rank {r} wrote {name}\n{info}"
+
+
+def test_negative_control_unconverted_ranks_diverge(hvd_env, tmp_path):
+    """Without the conversion the two processes are independent: their weights must differ
+    (so the equal-checksum assertion above is able to fail) and both ranks print."""
+    run = H.horovodrun(H.PROGRAMS / "tape_eager.py", tmp_path, np=SIZE)
+    reports = run.reports
+    checksums = [reports[r]["checksum"] for r in sorted(reports)]
+    H.record({"program": "tape_eager.py", "converted": False, "ranks": SIZE, "exit": run.returncode,
+              "wall": round(run.wall, 1), "checksums": checksums,
+              "equal": len(checksums) == SIZE and all(same(c, checksums[0]) for c in checksums)})
+    info = describe(run)
+    assert run.returncode == 0 and sorted(reports) == list(range(SIZE)), info
+    assert not same(checksums[0], checksums[1]), f"unconverted ranks ended equal: {checksums}\n{info}"
+    for r in range(SIZE):
+        assert re.search(r"step 0 loss", run.stdout.get(r, "")), f"rank {r} did not print\n{info}"
+        assert math.isclose(reports[r]["lr"], 0.001, rel_tol=1e-5), info
+
+
+def test_resume_from_rank0_checkpoint(hvd_env, horovodize_exe, tmp_path):
+    """Restart a converted job whose checkpoint is on rank 0's disk only (node-local disks;
+    the per-rank directories stand for them). Run 1 trains and saves on rank 0; run 2
+    resumes on rank 0 and starts fresh on rank 1: the broadcast must bring rank 1 to rank 0's
+    state, without a hang."""
+    converted = H.convert(H.PROGRAMS / "resume_checkpoint.py", tmp_path / "resume_checkpoint.py")
+    out = tmp_path / "out"
+    first = H.horovodrun(converted, tmp_path / "run1", np=SIZE, out_dir=out)
+    assert first.returncode == 0 and sorted(first.reports) == list(range(SIZE)), describe(first, converted)
+    assert (out / "resume-ckpt-rank0").is_dir() and not (out / "resume-ckpt-rank1").exists(), describe(first)
+
+    second = H.horovodrun(converted, tmp_path / "run2", np=SIZE, out_dir=out, timeout=60)
+    reports = second.reports
+    checksums = [reports[r]["checksum"] for r in sorted(reports)]
+    H.record({"program": "resume_checkpoint.py (restart)", "converted": True, "ranks": SIZE,
+              "exit": second.returncode, "wall": round(second.wall, 1), "checksums": checksums,
+              "equal": len(checksums) == SIZE and all(same(c, checksums[0]) for c in checksums)})
+    info = describe(second, converted)
+    assert second.returncode == 0 and not second.timed_out, info
+    assert sorted(reports) == list(range(SIZE)), info
+    assert [reports[r]["resumed"] for r in range(SIZE)] == [True] + [False] * (SIZE - 1), info
+    assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
+    assert len({reports[r]["iterations"] for r in reports}) == 1, f"optimizer steps differ\n{info}"

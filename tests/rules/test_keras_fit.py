@@ -1,0 +1,144 @@
+"""HVD050 (``callbacks`` start with BroadcastGlobalVariablesCallback(0); the user's own run
+on rank 0) and HVD051 (``verbose`` on rank 0 only)."""
+
+from __future__ import annotations
+
+import pytest
+
+from horovodize.engine import convert_text
+
+from rulecase import assert_no_rule, assert_rule, rule_output, src
+
+BCAST = "hvd.callbacks.BroadcastGlobalVariablesCallback(0)"
+HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('adam', 'mse')\n"
+
+
+@pytest.mark.parametrize("before, after", [
+    ("model.fit(x, y)", f"model.fit(x, y, callbacks=[{BCAST}])"),
+    ("model.fit(x, y, callbacks=None)", f"model.fit(x, y, callbacks=[{BCAST}])"),
+    ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{BCAST}] + (cbs if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y, callbacks=[tb])", f"model.fit(x, y, callbacks=[{BCAST}] + ([tb] if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y, callbacks=a if b else c)",
+     f"model.fit(x, y, callbacks=[{BCAST}] + ((a if b else c) if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y, 32, 10, 1, cbs)", f"model.fit(x, y, 32, 10, 1, [{BCAST}] + (cbs if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y,)", f"model.fit(x, y, callbacks=[{BCAST}],)"),
+])
+def test_callbacks(before, after):
+    assert_rule(HEAD + before + "\n", HEAD + after + "\n", "HVD050")
+
+
+@pytest.mark.parametrize("before, after", [
+    ("model.fit(x, y)", "model.fit(x, y, verbose=1 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y, verbose=2)", "model.fit(x, y, verbose=2 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y, 32, 10, 2)", "model.fit(x, y, 32, 10, 2 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y, verbose='auto')", "model.fit(x, y, verbose='auto' if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y, verbose=1 if debug else 0)", "model.fit(x, y, verbose=(1 if debug else 0) if hvd.rank() == 0 else 0)"),
+])
+def test_verbose(before, after):
+    assert_rule(HEAD + before + "\n", HEAD + after + "\n", "HVD051")
+
+
+@pytest.mark.parametrize("before, after", [
+    # The value of the last argument is rewritten, then the new keyword follows it.
+    ("model.fit(x, y, epochs=2, verbose=0)",
+     f"model.fit(x, y, epochs=2, verbose=0 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+    ("model.fit(x, y, 16, 4, 2)",
+     f"model.fit(x, y, 16, 4, 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+    ("model.fit(x, callbacks=cbs)",
+     f"model.fit(x, callbacks=[{BCAST}] + (cbs if hvd.rank() == 0 else []), verbose=1 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x)",
+     f"model.fit(x, callbacks=[{BCAST}], verbose=1 if hvd.rank() == 0 else 0)"),
+])
+def test_callbacks_and_verbose_together(before, after):
+    out = convert_text(HEAD + before + "\n")
+    assert out.endswith(after + "\n")
+
+
+def test_multiline_fit_keeps_its_layout_and_comments():
+    before = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential()
+        model.compile("sgd", "mse")
+        history = model.fit(
+            x,
+            y,
+            epochs=3,  # short
+        )
+        model.fit(x, y,
+                  epochs=1)
+        model.fit(
+            x,
+            callbacks=[
+                tf.keras.callbacks.TensorBoard(),  # logs
+            ],
+        )
+        """
+    after = f"""
+        import tensorflow as tf
+
+        model = tf.keras.Sequential()
+        model.compile("sgd", "mse")
+        history = model.fit(
+            x,
+            y,
+            epochs=3,  # short
+            callbacks=[{BCAST}],
+        )
+        model.fit(x, y,
+                  epochs=1, callbacks=[{BCAST}])
+        model.fit(
+            x,
+            callbacks=[{BCAST}] + ([
+                tf.keras.callbacks.TensorBoard(),  # logs
+            ] if hvd.rank() == 0 else []),
+        )
+        """
+    assert_rule(before, after, "HVD050")
+
+
+def test_hanging_arguments_are_aligned():
+    before = HEAD + "model.fit(x, y, epochs=1,\n          )\n"
+    after = HEAD + f"model.fit(x, y, epochs=1,\n          callbacks=[{BCAST}],\n          )\n"
+    assert rule_output(before, "HVD050") == after
+
+
+def test_fit_on_something_that_is_not_a_model():
+    assert_no_rule("""
+        import tensorflow as tf
+        from sklearn.linear_model import LinearRegression
+
+        reg = LinearRegression()
+        reg.fit(x, y)
+        """, "HVD050")
+
+
+def test_star_arguments_are_left_alone():
+    assert_no_rule(HEAD + "model.fit(x, y, **fit_kwargs)\n", "HVD050")
+    assert_no_rule(HEAD + "model.fit(*args)\n", "HVD051")
+
+
+def test_negative_horovod_examples():
+    text = """
+        import tensorflow as tf
+        import horovod.tensorflow.keras as hvd
+
+        hvd.init()
+        model = tf.keras.Sequential()
+        model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam(0.001 * hvd.size())), loss="mse")
+        callbacks = [
+            hvd.callbacks.BroadcastGlobalVariablesCallback(0),
+            hvd.callbacks.MetricAverageCallback(),
+        ]
+        if hvd.rank() == 0:
+            callbacks.append(tf.keras.callbacks.ModelCheckpoint("./checkpoint-{epoch}.h5"))
+        verbose = 1 if hvd.rank() == 0 else 0
+        model.fit(x, y, callbacks=callbacks, epochs=2, verbose=verbose)
+
+        more = []
+        more.append(hvd.callbacks.BroadcastGlobalVariablesCallback(0))
+        model.fit(x, y, callbacks=more, verbose=0 if hvd.rank() else 1)
+        """
+    assert_no_rule(text, "HVD050")
+    assert_no_rule(text, "HVD051")
+    assert convert_text(src(text)) == src(text)

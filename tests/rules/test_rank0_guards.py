@@ -1,0 +1,210 @@
+"""HVD030 (print), HVD031 (checkpoint.save), HVD032 (write, summary, save_weights, save):
+side effects run on rank 0 only, guarded on their own line."""
+
+from __future__ import annotations
+
+from horovodize.engine import analyze, convert_text
+
+from rulecase import assert_no_rule, assert_rule, rule_output, sites, src
+
+
+def test_print_statements_are_guarded():
+    before = """
+        import tensorflow as tf
+
+        print("start")
+        for step in range(10):
+            print("step", step)  # progress
+            if step % 5 == 0:
+                print(
+                    "half way",
+                    step,
+                )
+        """
+    after = """
+        import tensorflow as tf
+
+        if hvd.rank() == 0: print("start")
+        for step in range(10):
+            if hvd.rank() == 0: print("step", step)  # progress
+            if step % 5 == 0:
+                if hvd.rank() == 0: print(
+                    "half way",
+                    step,
+                )
+        """
+    assert_rule(before, after, "HVD030")
+
+
+def test_print_sharing_its_line_becomes_a_conditional_expression():
+    before = """
+        import tensorflow as tf
+
+        for step in range(10):
+            if step % 5 == 0: print("step", step)
+        x = 1; print(x)
+        """
+    after = """
+        import tensorflow as tf
+
+        for step in range(10):
+            if step % 5 == 0: print("step", step) if hvd.rank() == 0 else None
+        x = 1; print(x) if hvd.rank() == 0 else None
+        """
+    assert_rule(before, after, "HVD030")
+
+
+def test_print_at_end_of_file_without_newline():
+    before = "import tensorflow as tf\nprint(tf.__version__)"
+    assert rule_output(before, "HVD030") == "import tensorflow as tf\nif hvd.rank() == 0: print(tf.__version__)"
+
+
+def test_prints_that_are_not_statements_or_have_side_effects_are_left_alone():
+    text = """
+        import tensorflow as tf
+
+        result = print("x")
+        values = [print(v) for v in range(3)]
+        print(next(iterator))
+        """
+    assert_no_rule(text, "HVD030")
+    assert "HVD-R4" in {f.code for f in analyze(src(text)).findings}
+
+
+def test_a_local_print_function_is_not_the_builtin():
+    assert_no_rule("""
+        import tensorflow as tf
+
+
+        def print(*args):
+            pass
+
+
+        print("mine")
+        """, "HVD030")
+
+
+def test_negative_prints_under_a_rank_guard():
+    text = """
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+
+        hvd.init()
+        if hvd.rank() == 0:
+            print("rank 0")
+            for v in range(3):
+                print(v)
+        if hvd.local_rank() == 0: print("first on this host")
+        print("size", hvd.size()) if hvd.rank() == 0 else None
+        """
+    assert_no_rule(text, "HVD030")
+    assert convert_text(src(text)) == src(text)
+
+
+# -- HVD031 ------------------------------------------------------------------------------
+def test_checkpoint_save_and_manager_save():
+    before = """
+        import tensorflow as tf
+
+        ckpt = tf.train.Checkpoint(model=model)
+        manager = tf.train.CheckpointManager(ckpt, "./ckpts", max_to_keep=3)
+        for epoch in range(3):
+            ckpt.save("./ckpts/ckpt")
+            path = manager.save()
+        ckpt.restore(manager.latest_checkpoint)
+        """
+    after = """
+        import tensorflow as tf
+
+        ckpt = tf.train.Checkpoint(model=model)
+        manager = tf.train.CheckpointManager(ckpt, "./ckpts", max_to_keep=3)
+        for epoch in range(3):
+            if hvd.rank() == 0: ckpt.save("./ckpts/ckpt")
+            if hvd.rank() == 0: path = manager.save()
+        ckpt.restore(manager.latest_checkpoint)
+        """
+    assert_rule(before, after, "HVD031")
+
+
+def test_save_of_something_else_is_not_a_checkpoint():
+    assert_no_rule("""
+        import tensorflow as tf
+
+        ckpt = tf.train.Checkpoint(model=model)
+        np.save("x.npy", data)
+        """, "HVD031")
+
+
+def test_negative_checkpoint_saved_on_rank_zero():
+    text = """
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+
+        hvd.init()
+        checkpoint = tf.train.Checkpoint(model=model)
+        if hvd.rank() == 0:
+            checkpoint.save("./ckpt")
+        """
+    assert_no_rule(text, "HVD031")
+    assert convert_text(src(text)) == src(text)
+
+
+# -- HVD032 ------------------------------------------------------------------------------
+def test_model_writes_and_summary():
+    before = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.summary()
+        model.save_weights("w.h5")
+        model.save("model.keras")
+        with open("log.txt", "w") as fh:
+            fh.write("done\\n")
+        """
+    after = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        if hvd.rank() == 0: model.summary()
+        if hvd.rank() == 0: model.save_weights("w.h5")
+        if hvd.rank() == 0: model.save("model.keras")
+        with open("log.txt", "w") as fh:
+            if hvd.rank() == 0: fh.write("done\\n")
+        """
+    assert_rule(before, after, "HVD032")
+
+
+def test_save_on_an_unknown_object_is_not_a_model_write():
+    assert_no_rule("""
+        import tensorflow as tf
+
+        np.save("x.npy", data)
+        tokenizer.save("tok.json")
+        """, "HVD032")
+
+
+def test_negative_writes_on_rank_zero():
+    text = """
+        import tensorflow as tf
+        import horovod.tensorflow.keras as hvd
+
+        hvd.init()
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        if hvd.rank() == 0:
+            model.summary()
+            model.save("model.keras")
+        """
+    assert_no_rule(text, "HVD032")
+    assert convert_text(src(text)) == src(text)
+
+
+def test_each_guard_is_its_own_quick_fix():
+    text = src("""
+        import tensorflow as tf
+
+        model = tf.keras.Sequential()
+        print(1)
+        model.summary()
+        """)
+    analysis = analyze(text)
+    assert len(sites(analysis, "HVD030")) == 1 and len(sites(analysis, "HVD032")) == 1

@@ -1,0 +1,248 @@
+"""Whole-file conversion properties over every program the tests know (golden inputs, the
+example, the Horovod-tier programs): edits never overlap, text outside the edits is
+byte-identical, the output parses, converting twice is converting once, CRLF stays CRLF,
+exactly one Horovod set-up of the right flavour, and analysis never raises on broken input.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from horovodize.engine import analyze, convert_text
+from horovodize.source import Edit, ParseError, Source, apply_edits
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(
+    [p for p in (ROOT / "tests" / "fixtures").glob("*/*.py") if not p.name.endswith(".expected.py")]
+    + list((ROOT / "examples").glob("*.py"))
+    + list((ROOT / "tests" / "horovod" / "programs").glob("*.py"))
+)
+
+
+def read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")
+
+
+def program_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def all_rule_edits(text: str) -> list[Edit]:
+    """Every rule site's primary fix and the set-up, before any de-duplication."""
+    analysis = analyze(text)
+    edits = list(analysis.setup.fix.edits) if analysis.setup else []
+    for f in analysis.rule_sites:
+        if f is not analysis.setup:
+            edits += f.fix.edits
+    return edits
+
+
+@pytest.fixture(params=PROGRAMS, ids=program_id)
+def program(request) -> str:
+    return read(request.param)
+
+
+def test_corpus_is_not_empty():
+    assert len(PROGRAMS) > 40
+
+
+def test_rule_edits_never_overlap(program):
+    edits = sorted(set(all_rule_edits(program)), key=lambda e: (e.start, e.end))
+    for a, b in zip(edits, edits[1:]):
+        assert b.start >= a.end, f"{a} overlaps {b}"
+
+
+def test_conversion_keeps_every_edit(program):
+    """No site's edit is dropped by the engine's overlap filter."""
+    analysis = analyze(program)
+    assert set(analysis.conversion_edits()) == set(all_rule_edits(program)) if analysis.rule_sites else True
+
+
+def test_text_outside_the_edits_is_byte_identical(program):
+    analysis = analyze(program)
+    edits = analysis.conversion_edits()
+    out = analysis.converted()
+    pos_in = pos_out = 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        kept = program[pos_in:e.start]
+        assert out[pos_out:pos_out + len(kept)] == kept
+        pos_out += len(kept)
+        assert out[pos_out:pos_out + len(e.new_text)] == e.new_text
+        pos_out += len(e.new_text)
+        pos_in = e.end
+    assert out[pos_out:] == program[pos_in:]
+
+
+def test_edits_are_small(program):
+    """Minimal edits: nothing is reprinted; a replaced range is one expression or one line."""
+    for e in all_rule_edits(program):
+        removed = program[e.start:e.end]
+        one_line = removed.count("\n") <= 1
+        rewraps = removed in e.new_text   # an argument rewritten around its own text
+        assert one_line or rewraps, e
+
+
+def test_output_parses_and_compiles(program):
+    out = convert_text(program)
+    Source(out).check_parses()
+    compile(out, "<converted>", "exec")
+
+
+def test_convert_twice_is_convert_once(program):
+    once = convert_text(program)
+    assert convert_text(once) == once
+    assert analyze(once).rule_sites == []
+
+
+def test_comments_survive(program):
+    out = convert_text(program)
+    for comment in re.findall(r"#[^\r\n]*", program):
+        assert comment in out
+
+
+def test_one_horovod_import_and_one_init(program):
+    out = convert_text(program)
+    if out == program and "import horovod" not in program:
+        return  # nothing to convert
+    imports = re.findall(r"^\s*import horovod\.tensorflow(?:\.keras)? as \w+\s*$", out, re.M)
+    assert len(imports) == 1, imports
+    assert len(re.findall(r"\bhvd\.init\(\)", out)) == 1
+
+
+def test_keras_flavour_for_fit_programs_only(program):
+    analysis = analyze(program)
+    if analysis.setup is None:
+        return
+    out = convert_text(program)
+    flavour = re.search(r"^import (horovod\.tensorflow(?:\.keras)?) as hvd\r?$", out, re.M).group(1)
+    if analysis.summary.kinds == {"Keras fit"}:
+        assert flavour == "horovod.tensorflow.keras"
+    else:
+        assert flavour == "horovod.tensorflow"
+    if "hvd.callbacks." in out or "hvd.DistributedGradientTape" in out or "hvd.broadcast_variables" in out:
+        keras_api = "hvd.callbacks." in out
+        tf_api = "hvd.DistributedGradientTape" in out or "hvd.broadcast_variables" in out
+        assert not (keras_api and tf_api), "mixed Keras/TF Horovod API in one file"
+        assert (flavour == "horovod.tensorflow.keras") == keras_api
+
+
+def test_crlf_stays_crlf(program):
+    crlf = program.replace("\r\n", "\n").replace("\n", "\r\n")
+    out = convert_text(crlf)
+    assert "\n" not in out.replace("\r\n", "")
+    assert out.replace("\r\n", "\n") == convert_text(program.replace("\r\n", "\n"))
+
+
+def test_tabs_stay_tabs():
+    text = "import tensorflow as tf\n\n\ndef f(ds, opt):\n\tfor x in ds:\n\t\twith tf.GradientTape() as tape:\n\t\t\tl = x\n\t\tprint(l)\n"
+    out = convert_text(text)
+    assert "\tfor gpu" not in out and "for gpu in gpus:\n\ttf.config" in out
+    assert "\t\ttape = hvd.DistributedGradientTape(tape)\n" in out
+    assert not re.search(r"^ +\S", out, re.M)
+
+
+def test_quick_fix_alone_carries_the_setup_once():
+    text = "import tensorflow as tf\nprint(1)\nprint(2)\n"
+    analysis = analyze(text)
+    first = analysis.rule_sites[1]
+    alone = apply_edits(text, analysis.fix_edits(first.fix))
+    assert alone.count("hvd.init()") == 1
+    assert alone.count("if hvd.rank() == 0:") == 1
+    Source(alone).check_parses()
+
+
+def test_select_filters_findings():
+    text = "import tensorflow as tf\nprint(1)\nopt = tf.keras.optimizers.Adam()\n"
+    assert {f.code for f in analyze(text, {"HVD030"}).findings} == {"HVD030"}
+
+
+def test_already_distributed_file_is_left_alone():
+    text = (ROOT / "tests" / "fixtures" / "HVD001" / "negative_already_converted.py").read_text()
+    analysis = analyze(text)
+    assert analysis.rule_sites == [] and analysis.setup is None
+    assert analysis.distributed
+
+
+# -- broken input ------------------------------------------------------------------------
+BROKEN = [
+    "",
+    "\n\n",
+    "import tensorflow as tf\ndef f(:\n    pass\n",
+    "import tensorflow as tf\nopt = tf.keras.optimizers.Adam(\n",
+    "import tensorflow as tf\nwith tf.GradientTape() as tape\n    loss = 1\n",
+    "import tensorflow as tf\nmodel.fit(x, y, callbacks=[\n",
+    "import tensorflow as tf\n\tif x:\n  print(1)\n",
+    "import tensorflow as tf\nprint('unterminated\n",
+    'import tensorflow as tf\nx = """never closed\n',
+    "import tensorflow as\n",
+    "from tensorflow import\n",
+    "import tensorflow as tf\nclass (tf.keras.Model):\n    pass\n",
+    "import tensorflow as tf\nopt = tf.keras.optimizers.Adam()\nopt.apply_gradients(zip(g, v)\nprint(1)\n",
+    "import tensorflow as tf\nfor x in :\n    opt.apply_gradients(x)\n",
+    "import tensorflow as tf\n@\ndef f(): pass\n",
+    "import tensorflow as tf\nx = (yield)\nreturn 5\n",
+    "\x00\x01import tensorflow",
+    "import tensorflow as tf\r\nprint(1\r\n",
+    "import tensorflow as tf\nmatch x:\n    case 1:\n        print(1)\n",
+    "import tensorflow as tf\nasync def f():\n    async with tf.GradientTape() as t:\n        await g()\n",
+    "😀 = 1\nimport tensorflow as tf\n",
+]
+
+
+@pytest.mark.parametrize("text", BROKEN)
+def test_analysis_never_raises_on_broken_input(text):
+    analysis = analyze(text)
+    assert analysis.internal_errors == []
+    for f in analysis.findings:
+        assert 0 <= f.start <= f.end <= len(text)
+        for fix in ([f.fix] if f.fix else []) + f.alternatives:
+            apply_edits(text, analysis.fix_edits(fix))
+
+
+@pytest.mark.parametrize("text", [t for t in BROKEN if t.strip() and "match" not in t and "async" not in t])
+def test_convert_refuses_text_that_does_not_parse(text):
+    try:
+        Source(text).check_parses()
+    except ParseError:
+        with pytest.raises(ParseError) as err:
+            convert_text(text)
+        assert err.value.line >= 1 and err.value.column >= 1
+    else:
+        convert_text(text)
+
+
+def test_analysis_never_raises_on_truncated_programs(program):
+    """Every program cut at a few points (mid-token, mid-block) is still analysed."""
+    for cut in sorted({len(program) * k // 7 for k in range(1, 7)}):
+        analysis = analyze(program[:cut])
+        assert analysis.internal_errors == [], program[:cut][-80:]
+
+
+MIXED = """\
+import tensorflow as tf
+
+
+def pretrain(x, y):
+    pre = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    pre.compile(optimizer="adam", loss="mse")
+    pre.fit(x, y, epochs=1)
+
+
+def train(ds):
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.Adam(0.01)
+    for x, y in ds:
+        with tf.GradientTape() as tape:
+            loss = model(x)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+"""
+
+
+def test_mixed_tape_and_fit_program_uses_an_api_its_horovod_module_has():
+    """horovod.tensorflow has no `callbacks`, horovod.tensorflow.keras no DistributedGradientTape."""
+    out = convert_text(MIXED)
+    compile(out, "<converted>", "exec")
+    assert not ("import horovod.tensorflow as hvd" in out and "hvd.callbacks." in out)
