@@ -18,9 +18,9 @@ HEAD = "import tensorflow.compat.v1 as tf\nest = tf.estimator.Estimator(model_fn
     ("est.train(input_fn, steps=10)", f"est.train(input_fn, steps=10, hooks=[{HOOK}])"),
     ("est.train(input_fn, hooks=[log])", f"est.train(input_fn, hooks=[log] + [{HOOK}])"),
     ("est.train(input_fn, [log])", f"est.train(input_fn, [log] + [{HOOK}])"),
-    ("est.train(input_fn, hooks=hooks)", f"est.train(input_fn, hooks=hooks + [{HOOK}])"),
+    ("est.train(input_fn, hooks=hooks)", f"est.train(input_fn, hooks=list(hooks or []) + [{HOOK}])"),
     ("est.train(input_fn, hooks=None)", f"est.train(input_fn, hooks=[{HOOK}])"),
-    ("est.train(input_fn, hooks=make_hooks() or [])", f"est.train(input_fn, hooks=(make_hooks() or []) + [{HOOK}])"),
+    ("est.train(input_fn, hooks=make_hooks() or [])", f"est.train(input_fn, hooks=list(make_hooks() or [] or []) + [{HOOK}])"),
     ("est.train(\n    input_fn,\n    steps=10,\n)", f"est.train(\n    input_fn,\n    steps=10,\n    hooks=[{HOOK}],\n)"),
 ])
 def test_hooks(before, after):

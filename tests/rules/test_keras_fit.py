@@ -16,11 +16,11 @@ HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('a
 @pytest.mark.parametrize("before, after", [
     ("model.fit(x, y)", f"model.fit(x, y, callbacks=[{BCAST}])"),
     ("model.fit(x, y, callbacks=None)", f"model.fit(x, y, callbacks=[{BCAST}])"),
-    ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{BCAST}] + (cbs if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{BCAST}] + (list(cbs or []) if hvd.rank() == 0 else []))"),
     ("model.fit(x, y, callbacks=[tb])", f"model.fit(x, y, callbacks=[{BCAST}] + ([tb] if hvd.rank() == 0 else []))"),
     ("model.fit(x, y, callbacks=a if b else c)",
-     f"model.fit(x, y, callbacks=[{BCAST}] + ((a if b else c) if hvd.rank() == 0 else []))"),
-    ("model.fit(x, y, 32, 10, 1, cbs)", f"model.fit(x, y, 32, 10, 1, [{BCAST}] + (cbs if hvd.rank() == 0 else []))"),
+     f"model.fit(x, y, callbacks=[{BCAST}] + (list((a if b else c) or []) if hvd.rank() == 0 else []))"),
+    ("model.fit(x, y, 32, 10, 1, cbs)", f"model.fit(x, y, 32, 10, 1, [{BCAST}] + (list(cbs or []) if hvd.rank() == 0 else []))"),
     ("model.fit(x, y,)", f"model.fit(x, y, callbacks=[{BCAST}],)"),
 ])
 def test_callbacks(before, after):
@@ -40,12 +40,15 @@ def test_verbose(before, after):
 
 @pytest.mark.parametrize("before, after", [
     # The value of the last argument is rewritten, then the new keyword follows it.
+    ("model.fit(x, y, epochs=2, verbose=2)",
+     f"model.fit(x, y, epochs=2, verbose=2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+    # verbose=0 is silent on every rank already: no verbose edit
     ("model.fit(x, y, epochs=2, verbose=0)",
-     f"model.fit(x, y, epochs=2, verbose=0 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, epochs=2, verbose=0, callbacks=[{BCAST}])"),
     ("model.fit(x, y, 16, 4, 2)",
      f"model.fit(x, y, 16, 4, 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
     ("model.fit(x, callbacks=cbs)",
-     f"model.fit(x, callbacks=[{BCAST}] + (cbs if hvd.rank() == 0 else []), verbose=1 if hvd.rank() == 0 else 0)"),
+     f"model.fit(x, callbacks=[{BCAST}] + (list(cbs or []) if hvd.rank() == 0 else []), verbose=1 if hvd.rank() == 0 else 0)"),
     ("model.fit(x)",
      f"model.fit(x, callbacks=[{BCAST}], verbose=1 if hvd.rank() == 0 else 0)"),
 ])

@@ -27,6 +27,10 @@ def train_calls(ctx: RuleContext) -> Iterator[N.Call]:
             yield call
 
 
+def _is_list_literal(node) -> bool:
+    return node.type == "atom" and node.children[0] == "["
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     hvd = ctx.hvd
     for call in train_calls(ctx):
@@ -41,10 +45,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         elif arg.value.type == "keyword" and arg.value.value == "None":   # hooks=None
             start, end = ctx.source.span(arg.value)
             edits = [Edit(start, end, f"[{hook}]")]
-        elif arg.value.type in ATOMIC:
+        elif _is_list_literal(arg.value):
             edits = ctx.wrap(arg.value, "", f" + [{hook}]")
-        else:
-            edits = ctx.wrap(arg.value, "(", f") + [{hook}]")
+        else:  # a name, tuple or expression: any iterable, or None at run time
+            edits = ctx.wrap(arg.value, "list(", f" or []) + [{hook}]")
         yield finding(ctx, "HVD060", call.node, "Estimator training does not broadcast the initial variables",
                       Fix(RULES["HVD060"][1], edits))
     for b in ctx.env.bindings:

@@ -48,11 +48,29 @@ def _tapes(ctx: RuleContext) -> Iterator[Finding]:
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
         outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
-        wrap = f"{tape.name} = {ctx.hvd}.DistributedGradientTape({tape.name})"
         inner = _gradient_inside(tape, with_stmt)
-        edit = ctx.insert_before_stmt(inner, wrap) if inner is not None else ctx.insert_after_stmt(outer, wrap)
+        if inner is None:
+            edit = ctx.insert_after_stmt(outer, f"{tape.name} = {ctx.hvd}.DistributedGradientTape({tape.name})")
+        else:
+            # Gradients taken inside the block: a DistributedGradientTape made there fails on
+            # a non-persistent tape ("gradient() cannot be invoked within the GradientTape
+            # context"), so the gradients are averaged right after they are taken instead.
+            target = _single_target(inner)
+            if target is None:
+                continue
+            edit = ctx.insert_after_stmt(
+                inner, f"{target} = [None if g is None else {ctx.hvd}.allreduce(g) for g in {target}]")
         yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
                       Fix(RULES["HVD020"][1], [edit]))
+
+
+def _single_target(stmt) -> str | None:
+    """`grads` of ``grads = tape.gradient(...)``."""
+    small = stmt.children[0] if stmt.type == "simple_stmt" else stmt
+    parts = N.assign_parts(small) if small.type == "expr_stmt" else None
+    if parts and len(parts[0]) == 1 and parts[0][0].type == "name":
+        return parts[0][0].value
+    return None
 
 
 def _gradient_inside(tape, with_stmt):
@@ -71,6 +89,8 @@ def _gradient_inside(tape, with_stmt):
 
 def _wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
     scope = N.func_scope_of(with_stmt)
+    if ctx.calls("allreduce", scope):
+        return True  # gradients already averaged by hand
     return any(N.dotted(a.value) == tape.name
                for a in (c.positional(0) for c in ctx.calls("DistributedGradientTape", scope)) if a is not None)
 

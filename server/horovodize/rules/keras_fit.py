@@ -73,8 +73,10 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     elif arg.value.type == "keyword" and arg.value.value == "None":
         start, end = ctx.source.span(arg.value)
         edits = [Edit(start, end, f"[{broadcast}]")]
-    else:
+    elif arg.value.type == "atom" and arg.value.children[0] == "[":
         edits = _paren(ctx, arg.value, f"[{broadcast}] + (", f" if {hvd}.rank() == 0 else [])")
+    else:  # a name or expression: a list, a tuple, or None at run time
+        edits = _paren(ctx, arg.value, f"[{broadcast}] + (list(", f" or []) if {hvd}.rank() == 0 else [])")
     yield finding(ctx, "HVD050", call.node, "fit does not broadcast the initial variables from rank 0",
                   Fix(RULES["HVD050"][1], edits))
 
@@ -86,8 +88,8 @@ def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     arg = _arg(call, "verbose", VERBOSE_POS)
     if arg is None:
         edits = ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")
-    elif mentions_hvd(arg.value, ctx):
-        return
+    elif mentions_hvd(arg.value, ctx) or arg.value.get_code(include_prefix=False) in ("0", "False"):
+        return  # already rank-dependent, or silent on every rank
     else:
         edits = _paren(ctx, arg.value, "", f" if {hvd}.rank() == 0 else 0")
     yield finding(ctx, "HVD051", call.node, "every rank prints fit progress",

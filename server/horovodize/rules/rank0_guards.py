@@ -53,14 +53,15 @@ def statement(call: N.Call):
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    candidates = [c for name in ("print", "save", "write", *MODEL_METHODS) for c in ctx.calls(name)]
+    names = dict.fromkeys(("print", "save", "write", *MODEL_METHODS))
+    candidates = [c for name in names for c in ctx.calls(name)]
     for call in sorted(candidates, key=lambda c: c.node.start_pos):
         code = classify(ctx, call)
         if code is None:
             continue
         stmt = statement(call)
-        if stmt is None or (code == "HVD030" and stmt is not call.node):
-            continue
+        if stmt is None or (code in ("HVD030", "HVD032") and stmt is not call.node):
+            continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
         edit = ctx.guard_rank0(stmt)
