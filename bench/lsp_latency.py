@@ -1,0 +1,218 @@
+"""Edit -> publishDiagnostics latency of ``horovodize serve`` and ``ruff server`` over stdio.
+
+For generated TensorFlow programs of 1k, 5k and 10k lines (``bench/programs.py``), each
+server gets the file with ``didOpen``, then 100 one-character incremental edits, one at a
+time; the latency of an edit is the time from sending ``didChange`` to receiving the
+``publishDiagnostics`` for that version. Printed: p50/p95 per server and size, and, for
+reference, in-process timings of a bare parso parse, parso's diff parser on a
+one-character edit, and ``engine.analyze`` on an already parsed tree.
+
+    .venv/bin/python bench/lsp_latency.py [--sizes 1000 5000 10000] [--edits 100] [--no-ruff]
+
+A script that prints figures, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from parso.utils import split_lines
+from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+from horovodize.engine import analyze
+from horovodize.source import GRAMMAR
+from programs import program
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def edit_sites(text: str, count: int) -> list[tuple[int, int]]:
+    """(line, column) after ``return `` in function bodies spread over the file."""
+    lines = text.split("\n")
+    sites = [(i, line.index("return ") + len("return ")) for i, line in enumerate(lines)
+             if line.startswith("    return ") and len(line) > len("    return ")]
+    step = max(1, len(sites) // count)
+    picked = sites[::step][:count]
+    while len(picked) < count:
+        picked += picked[: count - len(picked)]
+    return picked
+
+
+# -- an LSP session ---------------------------------------------------------------------
+class Session:
+    def __init__(self, command: list[str], root: Path):
+        self.last: types.PublishDiagnosticsParams | None = None
+        self.command = command
+        self.root = root
+        self.client = LanguageClient("horovodize-bench", "1")
+        self.published: asyncio.Queue = asyncio.Queue()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_publish(params: types.PublishDiagnosticsParams):
+            self.published.put_nowait((time.perf_counter(), params))
+
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(params):
+            pass
+
+        @self.client.feature(types.WORKSPACE_CONFIGURATION)
+        def on_configuration(params):
+            return [None for _ in params.items]
+
+    async def start(self):
+        await self.client.start_io(*self.command)
+        caps = types.ClientCapabilities(
+            text_document=types.TextDocumentClientCapabilities(
+                synchronization=types.TextDocumentSyncClientCapabilities(),
+                publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)),
+            workspace=types.WorkspaceClientCapabilities(configuration=True))
+        params = types.InitializeParams(
+            capabilities=caps, root_uri=self.root.as_uri(), process_id=None,
+            workspace_folders=[types.WorkspaceFolder(uri=self.root.as_uri(), name="bench")])
+        # The result is not structured: pygls' client cannot read ruff's notebook filters.
+        protocol = self.client.protocol
+        future = protocol.send_request(types.INITIALIZE, params, msg_id="initialize")
+        protocol._result_types.pop("initialize", None)
+        await asyncio.wrap_future(future)
+        self.client.initialized(types.InitializedParams())
+
+    async def stop(self):
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), 10)
+            self.client.exit(None)
+        except (TimeoutError, OSError, RuntimeError) as e:
+            print(f"{self.command[0]}: shutdown: {e!r}", file=sys.stderr)
+        await self.client.stop()
+
+    async def wait(self, uri: str, version: int, timeout: float) -> float:
+        """Time of the publishDiagnostics for `version` (or the next one without a version)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"no diagnostics for version {version}")
+            when, params = await asyncio.wait_for(self.published.get(), left)
+            if params.uri == uri and (params.version is None or params.version >= version):
+                self.last = params
+                return when
+
+    async def measure(self, path: Path, edits: int, timeout: float) -> tuple[float, list[float], str]:
+        """(open latency, edit latencies, the final text)."""
+        text = path.read_text()
+        uri = path.as_uri()
+        t0 = time.perf_counter()
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        opened = await self.wait(uri, 1, timeout) - t0
+        latencies = []
+        lines = text.split("\n")
+        for version, (line, col) in enumerate(edit_sites(text, edits), start=2):
+            lines[line] = lines[line][:col] + "x" + lines[line][col:]
+            pos = types.Position(line=line, character=col)
+            t0 = time.perf_counter()
+            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos, end=pos), text="x")]))
+            latencies.append(await self.wait(uri, version, timeout) - t0)
+        return opened, latencies, "\n".join(lines)
+
+
+async def run_server(name: str, command: list[str], path: Path, edits: int, timeout: float):
+    session = Session(command, path.parent)
+    await session.start()
+    try:
+        opened, latencies, final = await session.measure(path, edits, timeout)
+    finally:
+        await session.stop()
+    if name == "horovodize":   # the incremental (diff-parsed) result equals a fresh analysis
+        fresh = analyze(final)
+        got = [(d.code, d.range.start.line, d.range.start.character) for d in session.last.diagnostics]
+        want = [(f.code, *fresh.source.position(f.start)) for f in fresh.findings]
+        if got != want:
+            print(f"MISMATCH after {edits} edits: only from the server {sorted(set(got) - set(want))[:5]},"
+                  f" only from a fresh analysis {sorted(set(want) - set(got))[:5]}", file=sys.stderr)
+    return opened, latencies
+
+
+# -- in-process references --------------------------------------------------------------
+def reference(text: str) -> dict[str, float]:
+    full = []
+    for _ in range(3):
+        t = time.perf_counter()
+        module = GRAMMAR.parse(text)
+        full.append(time.perf_counter() - t)
+    lines = split_lines(text, keepends=True)
+    diffs, analyses = [], []
+    for line, col in edit_sites(text, 10):
+        new_lines = list(lines)
+        new_lines[line] = new_lines[line][:col] + "x" + new_lines[line][col:]
+        t = time.perf_counter()
+        module = GRAMMAR._diff_parser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, module).update(lines, new_lines)
+        diffs.append(time.perf_counter() - t)
+        lines = new_lines
+    new_text = "".join(lines)
+    for _ in range(3):
+        t = time.perf_counter()
+        analyze(new_text, module=module)
+        analyses.append(time.perf_counter() - t)
+    return {"parse": statistics.median(full), "diff": statistics.median(diffs), "analyze": statistics.median(analyses)}
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f}"
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--edits", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one publish")
+    parser.add_argument("--no-ruff", action="store_true")
+    args = parser.parse_args()
+
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    servers = [("horovodize", [sys.executable, "-m", "horovodize", "serve"])]
+    if ruff and not args.no_ruff:
+        servers.append(("ruff", [ruff, "server"]))
+    elif not args.no_ruff:
+        print("ruff not found: skipped (pip install 'horovodize[bench]')", file=sys.stderr)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="horovodize-bench-") as tmp:
+        for size in args.sizes:
+            text = program(size)
+            path = Path(tmp) / f"train_{size}.py"
+            path.write_text(text)
+            ref = reference(text)
+            for name, command in servers:
+                print(f"{name}: {size} lines, {args.edits} edits ...", file=sys.stderr, flush=True)
+                opened, lat = await run_server(name, command, path, args.edits, args.timeout)
+                rows.append((size, text.count("\n"), name, opened, lat, ref))
+
+    print(f"\n{'lines':>6} {'server':<11} {'open ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
+          f" | {'parso parse':>11} {'diff parse':>10} {'analyze':>8}")
+    for size, lines, name, opened, lat, ref in rows:
+        print(f"{lines:>6} {name:<11} {ms(opened)} {ms(percentile(lat, 50))} {ms(percentile(lat, 95))} {ms(max(lat))}"
+              f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}")
+    print("\n(edit -> publishDiagnostics over stdio; the last three columns are in-process references,"
+          " median, ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,136 @@
+"""Findings and edits <-> lsprotocol: Diagnostic (with its fixes in ``data``), TextEdit,
+WorkspaceEdit, CodeAction, Hover.
+
+Offsets are the core's (code points into the analysed text); every range is made from the
+`Text` snapshot that was analysed, in the negotiated position encoding. A rule site's
+fixes are computed once, with its diagnostic, and travel in ``Diagnostic.data`` as
+``{"code", "version", "fixes": [{"title", "edits": [TextEdit JSON]}]}`` (ruff's
+``AssociatedDiagnosticData``); the code-action handler only reads them back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+
+from .. import codes
+from ..engine import Analysis
+from ..loop import LOOP_CODES
+from ..rules.base import Finding, Fix
+from ..source import Edit
+from .options import Options
+from .text import Text
+
+SOURCE = "horovodize"
+QUICK_FIX = types.CodeActionKind.QuickFix.value
+SOURCE_FIX_ALL = "source.fixAll.horovodize"
+CONVERT_FILE = "horovodize.convertFile"
+FILE_INFO = "horovodize/fileInfo"
+WHOLE_FILE_CODES = frozenset(LOOP_CODES.values())
+
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+def doc_href(code: str, options: Options) -> str:
+    if options.docs_base_url:
+        return options.docs_base_url + code
+    return Path(str(codes.doc_path(code))).resolve().as_uri()
+
+
+# -- edits -----------------------------------------------------------------------------
+def text_edits(edits: list[Edit], text: Text, encoding: str) -> list[types.TextEdit]:
+    return [types.TextEdit(range=text.range(e.start, e.end, encoding), new_text=e.new_text) for e in edits]
+
+
+def edits_to_json(edits: list[types.TextEdit]) -> list[dict]:
+    return [{"range": _range_json(e.range), "newText": e.new_text} for e in edits]
+
+
+def edits_from_json(raw) -> list[types.TextEdit] | None:
+    """TextEdits back from ``data`` as the client returns it; None when malformed."""
+    try:
+        return [types.TextEdit(range=_range_from(e["range"]), new_text=str(e["newText"])) for e in raw]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _range_json(r: types.Range) -> dict:
+    return {"start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character}}
+
+
+def _range_from(raw: dict) -> types.Range:
+    def pos(p):
+        return types.Position(line=int(p["line"]), character=int(p["character"]))
+
+    return types.Range(start=pos(raw["start"]), end=pos(raw["end"]))
+
+
+def workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit],
+                   document_changes: bool) -> types.WorkspaceEdit:
+    """Versioned ``documentChanges`` when the client supports them (the client then refuses
+    an edit made for another version), else ``changes``."""
+    if document_changes:
+        doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=edits)])
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+# -- diagnostics -----------------------------------------------------------------------
+def fix_json(analysis: Analysis, fix: Fix, text: Text, encoding: str) -> dict:
+    return {"title": fix.title, "edits": edits_to_json(text_edits(analysis.fix_edits(fix), text, encoding))}
+
+
+def diagnostic(f: Finding, analysis: Analysis, text: Text, encoding: str, uri: str,
+               version: int | None, options: Options) -> types.Diagnostic:
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=text.range(r.start, r.end, encoding)), message=r.message)
+        for r in f.related
+    ]
+    data = None
+    fixes = [fix for fix in [f.fix, *f.alternatives] if fix is not None]
+    if fixes or f.code in WHOLE_FILE_CODES:
+        data = {"code": f.code, "version": version,
+                "fixes": [fix_json(analysis, fix, text, encoding) for fix in fixes]}
+    return types.Diagnostic(
+        range=text.range(f.start, f.end, encoding),
+        message=f.message,
+        severity=SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning),
+        code=f.code,
+        code_description=types.CodeDescription(href=doc_href(f.code, options)),
+        source=SOURCE,
+        related_information=related or None,
+        data=data,
+    )
+
+
+def diagnostics(analysis: Analysis, text: Text, encoding: str, uri: str, version: int | None,
+                options: Options) -> list[types.Diagnostic]:
+    return [diagnostic(f, analysis, text, encoding, uri, version, options)
+            for f in analysis.findings if options.select is None or f.code in options.select]
+
+
+# -- code actions ----------------------------------------------------------------------
+def code_action(title: str, kind: str, *, diagnostics: list[types.Diagnostic] | None = None,
+                edit: types.WorkspaceEdit | None = None, data=None, preferred: bool | None = None) -> types.CodeAction:
+    return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics or None, edit=edit,
+                            data=data, is_preferred=preferred)
+
+
+# -- hover -----------------------------------------------------------------------------
+def hover(found: list[Finding], text: Text, encoding: str, markdown: bool) -> types.Hover:
+    parts = []
+    for f in found:
+        parts.append(f"**{f.code}**: {f.message}\n\n{codes.doc(f.code).strip()}")
+    value = "\n\n---\n\n".join(parts)
+    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    first = found[0]
+    return types.Hover(contents=types.MarkupContent(kind=kind, value=value),
+                       range=text.range(first.start, first.end, encoding))

@@ -1,0 +1,232 @@
+"""One small function per LSP method. Each gets the document's analysis from the server
+(cached per version), then builds protocol objects with `convert`.
+
+Quick fixes carry their edits, computed with the diagnostics (``Diagnostic.data``); the
+whole-file conversion ("Make Horovod-distributed" and ``source.fixAll.horovodize``) is
+filled in by ``codeAction/resolve`` only when picked, unless the client cannot resolve.
+An exception in a handler is logged and answered with an error by pygls; the server
+stays up.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from ..engine import WHOLE_FILE_TITLE
+from ..source import ParseError, Source
+from . import convert, options
+from .convert import (
+    CONVERT_FILE,
+    FILE_INFO,
+    QUICK_FIX,
+    SOURCE,
+    SOURCE_FIX_ALL,
+    WHOLE_FILE_CODES,
+)
+from .server import SERVER as server
+from .server import HorovodizeServer
+
+log = logging.getLogger(__name__)
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: HorovodizeServer, params: types.InitializeParams):
+    ls.options, problems = options.load(params.initialization_options)
+    for problem in problems:
+        ls.show(f"horovodize: {problem}; using the default", types.MessageType.Warning)
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: HorovodizeServer, params):
+    ls.stop_worker()
+
+
+# -- text synchronisation ---------------------------------------------------------------
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: HorovodizeServer, params: types.DidOpenTextDocumentParams):
+    doc = params.text_document
+    ls.open(doc.uri, doc.text, doc.version)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: HorovodizeServer, params: types.DidChangeTextDocumentParams):
+    ls.change(params.text_document.uri, params.text_document.version, params.content_changes)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: HorovodizeServer, params: types.DidCloseTextDocumentParams):
+    ls.close(params.text_document.uri)
+
+
+# -- diagnostics (pull) -----------------------------------------------------------------
+@server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
+                types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))
+async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParams):
+    entry = await current_analysis(ls, params.text_document.uri)
+    if entry is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    if params.previous_result_id == entry.result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=entry.result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics, result_id=entry.result_id)
+
+
+async def current_analysis(ls: HorovodizeServer, uri: str):
+    """The analysis of the version that is current when it is ready (not a stale one)."""
+    for _ in range(10):
+        entry = await ls.analysis(uri)
+        doc = ls.documents.get(uri)
+        if entry is None or doc is None or doc.text is entry.text:
+            return entry
+    return entry
+
+
+# -- code actions -----------------------------------------------------------------------
+def _wants(only, kind: str) -> bool:
+    return not only or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, SOURCE_FIX_ALL],
+                                        resolve_provider=True))
+async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
+    uri = params.text_document.uri
+    doc = ls.documents.get(uri)
+    if doc is None:
+        return None
+    only = params.context.only
+    actions: list[types.CodeAction] = []
+    whole_file_for: list[types.Diagnostic] = []
+    if _wants(only, QUICK_FIX):
+        for d in params.context.diagnostics:
+            data = d.data if d.source == SOURCE and isinstance(d.data, dict) else None
+            if data is None or data.get("version") != doc.version:
+                continue                                  # not ours, or made for another version
+            for i, fix in enumerate(data.get("fixes") or []):
+                edits = convert.edits_from_json(fix.get("edits")) if isinstance(fix, dict) else None
+                if edits is None:
+                    continue
+                edit = convert.workspace_edit(uri, doc.version, edits, ls.document_changes)
+                actions.append(convert.code_action(str(fix.get("title")), QUICK_FIX, diagnostics=[d],
+                                                   edit=edit, preferred=i == 0))
+            if data.get("code") in WHOLE_FILE_CODES:
+                whole_file_for.append(d)
+    if not (whole_file_for or _wants(only, SOURCE_FIX_ALL)):
+        return actions
+    entry = await ls.analysis(uri)
+    if entry is None or entry.text is not doc.text or not entry.analysis.rule_sites:
+        return actions
+    if whole_file_for:
+        actions.append(await _whole_file(ls, entry, WHOLE_FILE_TITLE, QUICK_FIX, whole_file_for))
+    if _wants(only, SOURCE_FIX_ALL):
+        actions.append(await _whole_file(ls, entry, f"horovodize: {WHOLE_FILE_TITLE}", SOURCE_FIX_ALL, None))
+    return actions
+
+
+async def _whole_file(ls: HorovodizeServer, entry, title: str, kind: str, diagnostics):
+    action = convert.code_action(title, kind, diagnostics=diagnostics,
+                                 data={"uri": entry.uri, "version": entry.version, "action": "convert"})
+    if not ls.resolve_edits:
+        action.edit = _conversion_edit(ls, entry)
+    return action
+
+
+def _conversion_edit(ls: HorovodizeServer, entry) -> types.WorkspaceEdit:
+    edits = convert.text_edits(entry.analysis.conversion_edits(), entry.text, ls.encoding)
+    return convert.workspace_edit(entry.uri, entry.version, edits, ls.document_changes)
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def code_action_resolve(ls: HorovodizeServer, action: types.CodeAction):
+    data = action.data if isinstance(action.data, dict) else {}
+    uri = data.get("uri")
+    if data.get("action") != "convert" or not isinstance(uri, str) or action.edit is not None:
+        return action
+    doc = ls.documents.get(uri)
+    if doc is None or doc.version != data.get("version"):
+        log.info("code action for a closed or changed document: %s", uri)
+        return action
+    entry = await ls.analysis(uri)
+    if entry is not None and entry.text is doc.text:
+        action.edit = _conversion_edit(ls, entry)
+    return action
+
+
+# -- hover ------------------------------------------------------------------------------
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: HorovodizeServer, params: types.HoverParams):
+    entry = await ls.analysis(params.text_document.uri)
+    if entry is None:
+        return None
+    offset = entry.text.offset(params.position, ls.encoding)
+    select = ls.options.select
+    found = [f for f in entry.analysis.findings
+             if (select is None or f.code in select)
+             and (f.start <= offset < f.end or f.start == offset == f.end)]
+    return convert.hover(found, entry.text, ls.encoding, ls.markdown) if found else None
+
+
+# -- commands and custom requests -------------------------------------------------------
+def _uri_arg(value) -> str | None:
+    """``"file:///a.py"``, ``{"uri": ...}`` or an object with ``.uri`` (pygls passes the
+    params of a custom request as a namedtuple); None otherwise."""
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        value = value[0] if len(value) == 1 else None
+    if isinstance(value, dict):
+        value = value.get("uri")
+    elif value is not None and not isinstance(value, str):
+        value = getattr(value, "uri", None)
+    return value if isinstance(value, str) and value else None
+
+
+def _display(uri: str) -> str:
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+@server.command(CONVERT_FILE)
+async def convert_file(ls: HorovodizeServer, *args):
+    """Apply the whole-file conversion through ``workspace/applyEdit``; refuse a buffer
+    that does not parse, as ``horovodize convert`` does."""
+    uri = _uri_arg(list(args))
+    if uri is None:
+        raise JsonRpcInvalidParams(f"{CONVERT_FILE} expects [uri] or [{{\"uri\": uri}}]")
+    name = _display(uri)
+    entry = await current_analysis(ls, uri)
+    if entry is None:
+        ls.show(f"{name}: not open in the editor", types.MessageType.Error)
+        return
+    try:
+        await ls.in_worker(lambda: Source(entry.text.text).check_parses())
+    except ParseError as e:
+        ls.show(f"{name}:{e.line}:{e.column}: syntax error: {e.message}", types.MessageType.Error)
+        return
+    if not entry.analysis.conversion_edits():
+        what = "already Horovod-distributed" if entry.analysis.distributed else "no TensorFlow training code to convert"
+        ls.show(f"{name}: {what}; nothing to change", types.MessageType.Info)
+        return
+    if not ls.apply_edit:
+        ls.show(f"{name}: this editor cannot apply edits from the server (workspace/applyEdit); "
+                f"use the \"{WHOLE_FILE_TITLE}\" code action", types.MessageType.Error)
+        return
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+        edit=_conversion_edit(ls, entry), label=WHOLE_FILE_TITLE))
+    if not result.applied:
+        reason = f" ({result.failure_reason})" if result.failure_reason else ""
+        ls.show(f"{name}: the editor did not apply the conversion{reason}", types.MessageType.Warning)
+    return
+
+
+@server.feature(FILE_INFO)
+async def file_info(ls: HorovodizeServer, params):
+    """``{"uri"}`` -> ``{"loopKind", "distributed"}`` (null for a document that is not open)."""
+    uri = _uri_arg(params)
+    if uri is None:
+        raise JsonRpcInvalidParams(f"{FILE_INFO} expects {{\"uri\": string}}")
+    entry = await current_analysis(ls, uri)
+    if entry is None:
+        return None
+    return {"loopKind": entry.analysis.loop_kind, "distributed": entry.analysis.distributed}

@@ -1,0 +1,54 @@
+"""Initialization options (``initializationOptions`` in ``initialize``).
+
+```json
+{"select": ["HVD010", "HVD-R7"], "docsBaseUrl": "https://example.org/codes/"}
+```
+
+* ``select``: report only these codes (same spelling as ``horovodize check --select``).
+  It filters what is reported; the whole-file conversion always applies every rule, like
+  ``horovodize convert``.
+* ``docsBaseUrl``: diagnostics link to ``docsBaseUrl + CODE`` instead of the packaged
+  page (a ``file:`` URI to ``horovodize/docs/<CODE>.md``).
+
+Invalid options are reported (one warning message) and replaced by their defaults, as
+jedi-language-server does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import codes
+
+
+@dataclass(frozen=True)
+class Options:
+    select: frozenset[str] | None = None
+    docs_base_url: str | None = None
+
+
+def load(raw) -> tuple[Options, list[str]]:
+    """(options, problems): never raises, whatever the client sends."""
+    if raw is None:
+        return Options(), []
+    if not isinstance(raw, dict):
+        return Options(), [f"initializationOptions must be an object, not {type(raw).__name__}"]
+    problems: list[str] = []
+    select = None
+    if raw.get("select") is not None:
+        value = raw["select"]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            problems.append("`select` must be a list of codes")
+        else:
+            known = {c: codes.normalize(c) for c in value}
+            unknown = [c for c, n in known.items() if n is None]
+            if unknown:
+                problems.append(f"`select`: unknown code(s) {', '.join(unknown)}")
+            select = frozenset(n for n in known.values() if n) or None
+    base = raw.get("docsBaseUrl")
+    if base is not None and not isinstance(base, str):
+        problems.append("`docsBaseUrl` must be a string")
+        base = None
+    return Options(select=select, docs_base_url=base or None), problems

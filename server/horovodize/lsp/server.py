@@ -1,0 +1,328 @@
+"""The language server's state, on a `LanguageServer` subclass: open documents, options,
+and analyses cached by (uri, version). The LSP methods are in `handlers` (one small
+function each); they get a document's `Entry` here and turn it into protocol objects with
+`convert`.
+
+Analyses run on one worker thread, so the event loop keeps reading changes while a large
+file is analysed, and so each document's incremental parse (parso's diff parser reuses
+the previous tree) is only ever touched by one thread. Requests for the same (uri,
+version) share one computation; a version that is no longer current when the worker
+reaches it is skipped. Pushed diagnostics are debounced per document and are published
+only if the analysed version is still the document's version when they are ready.
+Nothing here imports or runs the user's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from lsprotocol import types
+from parso.utils import split_lines
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+from .. import __version__
+from ..engine import Analysis, analyze
+from ..source import GRAMMAR
+from . import convert
+from .options import Options
+from .text import UTF16, Text
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
+
+
+@dataclass
+class Document:
+    uri: str
+    version: int | None
+    text: Text
+
+
+@dataclass
+class Entry:
+    """One analysed version: the snapshot it refers to, the analysis, its diagnostics."""
+
+    uri: str
+    version: int | None
+    text: Text
+    analysis: Analysis
+    diagnostics: list[types.Diagnostic]
+    result_id: str
+
+
+class IncrementalParser:
+    """parso's diff parser over the successive versions of one buffer.
+
+    `DiffParser.update` re-parses only the changed lines and mutates the previous tree in
+    place; the analyses of earlier versions only keep offsets, so they stay valid. Any
+    failure falls back to a full parse.
+    """
+
+    def __init__(self):
+        self.module = None
+        self.lines: list[str] | None = None
+
+    def parse(self, text: str):
+        lines = split_lines(text, keepends=True)
+        module = None
+        if self.module is not None:
+            if lines == self.lines:
+                return self.module
+            try:
+                diff = GRAMMAR._diff_parser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
+                module = diff.update(old_lines=self.lines, new_lines=lines)
+            except Exception:
+                log.exception("incremental parse failed; parsing the whole buffer")
+        if module is None:
+            module = GRAMMAR.parse(text)
+        self.module, self.lines = module, lines
+        return module
+
+
+class Protocol(LanguageServerProtocol):
+    """Answers a request whose params do not deserialize with InvalidParams.
+
+    (pygls logs such a message and never replies, which leaves the client waiting.)
+    """
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                log.warning("invalid params for %s (request %s)", data.get("method"), data.get("id"))
+                error = JsonRpcInvalidParams(f"invalid params for {data.get('method')}")
+                self._send_response(data["id"], error=error.to_response_error())
+                return _ANSWERED
+            raise
+
+    def handle_message(self, message):
+        if message is _ANSWERED:
+            return None
+        return super().handle_message(message)
+
+
+_ANSWERED = object()
+
+
+class HorovodizeServer(LanguageServer):
+    def __init__(self):
+        super().__init__("horovodize", __version__, protocol_cls=Protocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.options = Options()
+        self.documents: dict[str, Document] = {}
+        self.analyses: dict[str, Entry] = {}                          # latest per uri
+        self._pending: dict[str, tuple[Text, asyncio.Future]] = {}    # uri -> (snapshot, its analysis)
+        self._scheduled: dict[str, asyncio.Task] = {}
+        self._published: dict[str, Entry] = {}
+        self._parsers: dict[str, IncrementalParser] = {}
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovodize-analysis")
+        self._result_ids = itertools.count(1)
+
+    # -- client capabilities -----------------------------------------------------------
+    @property
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return getattr(enc, "value", enc) or UTF16
+
+    def _text_caps(self):
+        return self.client_capabilities.text_document
+
+    @property
+    def pull_diagnostics(self) -> bool:
+        """The client pulls (``textDocument/diagnostic``); pushing as well would duplicate them."""
+        caps = self._text_caps()
+        return caps is not None and caps.diagnostic is not None
+
+    @property
+    def resolve_edits(self) -> bool:
+        caps = self._text_caps()
+        ca = caps.code_action if caps else None
+        return bool(ca and ca.resolve_support and "edit" in ca.resolve_support.properties)
+
+    @property
+    def document_changes(self) -> bool:
+        ws = self.client_capabilities.workspace
+        return bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes)
+
+    @property
+    def apply_edit(self) -> bool:
+        ws = self.client_capabilities.workspace
+        return bool(ws and ws.apply_edit)
+
+    @property
+    def markdown(self) -> bool:
+        caps = self._text_caps()
+        formats = caps.hover.content_format if caps and caps.hover else None
+        return not formats or types.MarkupKind.Markdown in formats
+
+    # -- documents ---------------------------------------------------------------------
+    def open(self, uri: str, text: str, version: int | None) -> None:
+        self.documents[uri] = Document(uri, version, Text(text))
+        self.schedule(uri, delay=0.0)
+
+    def change(self, uri: str, version: int | None, changes) -> None:
+        doc = self.documents.get(uri)
+        if doc is None:
+            log.warning("change to a document that is not open: %s", uri)
+            return
+        text = doc.text
+        for change in changes:
+            text = text.apply(change, self.encoding)
+        doc.text, doc.version = text, version
+        self.schedule(uri)
+
+    def close(self, uri: str) -> None:
+        self.documents.pop(uri, None)
+        task = self._scheduled.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.analyses.pop(uri, None)
+        self._pending.pop(uri, None)
+        self._published.pop(uri, None)
+        try:
+            self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
+        except RuntimeError:                                 # the worker is shut down
+            self._parsers.pop(uri, None)
+        if not self.pull_diagnostics:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # -- analyses ----------------------------------------------------------------------
+    # An entry belongs to one snapshot: `entry.text is doc.text` (a change or a re-open
+    # makes a new `Text`, so a reused version number cannot return a stale analysis).
+    async def analysis(self, uri: str) -> Entry | None:
+        """The analysis of the document's version when it is ready (None when not open)."""
+        while True:
+            doc = self.documents.get(uri)
+            if doc is None:
+                return None
+            entry = self.analyses.get(uri)
+            if entry is not None and entry.text is doc.text:
+                return entry
+            pending = self._pending.get(uri)
+            if pending is not None and pending[0] is doc.text:
+                fut = pending[1]
+            else:
+                loop = asyncio.get_running_loop()
+                fut = loop.run_in_executor(self._worker, self._compute, uri, doc.version, doc.text, self.options,
+                                           self.encoding)
+                self._pending[uri] = (doc.text, fut)
+                fut.add_done_callback(lambda f, text=doc.text: self._store(uri, text, f))
+            entry = await asyncio.shield(fut)
+            if entry is not None:
+                return entry
+            # skipped: the document changed before the worker got to it; analyse the new text
+
+    def _compute(self, uri: str, version, text: Text, options: Options, encoding: str) -> Entry | None:
+        """Worker thread: incremental parse, analysis, diagnostics (with their fixes).
+
+        Returns None without analysing when the snapshot is no longer the document's text,
+        so keystrokes queued behind a long analysis cost nothing.
+        """
+        doc = self.documents.get(uri)
+        if doc is None or doc.text is not text:
+            return None
+        parser = self._parsers.setdefault(uri, IncrementalParser())
+        module = parser.parse(text.text)
+        analysis = analyze(text.text, module=module)
+        diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
+        return Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)))
+
+    def _store(self, uri: str, text: Text, fut: asyncio.Future) -> None:
+        if self._pending.get(uri, (None,))[0] is text:
+            del self._pending[uri]
+        if fut.cancelled() or fut.exception() is not None:
+            if not fut.cancelled():
+                log.error("analysis of %s failed", uri, exc_info=fut.exception())
+            return
+        doc = self.documents.get(uri)
+        if fut.result() is not None and doc is not None and doc.text is text:   # not closed, not stale
+            self.analyses[uri] = fut.result()
+
+    # -- pushed diagnostics ------------------------------------------------------------
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        if self.pull_diagnostics:
+            return
+        task = self._scheduled.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self._scheduled[uri] = asyncio.get_running_loop().create_task(self._publish_later(uri, delay))
+
+    async def _publish_later(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            entry = await self.analysis(uri)
+        except asyncio.CancelledError:
+            return
+        except Exception:
+            log.exception("diagnostics for %s failed", uri)
+            return
+        doc = self.documents.get(uri)
+        if entry is None or doc is None or doc.text is not entry.text:
+            return                                          # never publish a stale version
+        if self._published.get(uri) is entry:
+            return
+        self._published[uri] = entry
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=entry.version, diagnostics=entry.diagnostics))
+
+    async def in_worker(self, fn, *args):
+        """Run `fn` on the analysis thread (after the analyses already queued)."""
+        return await asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
+
+    def stop_worker(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+    # -- messages ----------------------------------------------------------------------
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source) -> None:
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        super().report_server_error(error, source)
+
+
+SERVER = HorovodizeServer()
+
+
+def _address(value: str, flag: str) -> tuple[str, int]:
+    from ..cli import UserError
+
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UserError(f"{flag} expects HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def run_server(args) -> int:
+    """``horovodize serve``: stdio (default), TCP or WebSocket."""
+    from ..cli import UserError
+    from . import handlers  # noqa: F401  (registers the features on SERVER)
+
+    level = logging.INFO if args.log_file else logging.WARNING
+    try:
+        handler = logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
+    except OSError as e:
+        raise UserError(f"{args.log_file}: cannot write the log: {e.strerror or e}")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    if args.tcp:
+        SERVER.start_tcp(*_address(args.tcp, "--tcp"))
+    elif args.ws:
+        try:
+            import websockets  # noqa: F401
+        except ImportError:
+            raise UserError("--ws needs the 'websockets' package: pip install 'horovodize[ws]'")
+        SERVER.start_ws(*_address(args.ws, "--ws"))
+    else:
+        SERVER.start_io()
+    return 0

@@ -1,0 +1,129 @@
+"""Code actions: one quick fix per rule site (edits from ``Diagnostic.data``), alternatives,
+"Make Horovod-distributed" on loop diagnostics and ``source.fixAll.horovodize`` (edits
+filled in by ``codeAction/resolve``), none on restriction diagnostics."""
+
+from __future__ import annotations
+
+import pytest
+from horovodize.engine import WHOLE_FILE_TITLE
+from lsp_helpers import (
+    DATA,
+    apply_text_edits,
+    by_code,
+    cli_convert,
+    diagnostics_for,
+    open_doc,
+    replace_all,
+    workspace_text_edits,
+)
+from lsprotocol import types
+
+SETUP = """\
+import horovod.tensorflow as hvd
+hvd.init()
+gpus = tf.config.experimental.list_physical_devices('GPU')
+for gpu in gpus:
+    tf.config.experimental.set_memory_growth(gpu, True)
+if gpus:
+    tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')
+"""
+
+
+async def actions_for(client, uri, diags, only=None) -> list[types.CodeAction]:
+    rng = diags[0].range if diags else types.Range(start=types.Position(line=0, character=0),
+                                                   end=types.Position(line=0, character=0))
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
+        context=types.CodeActionContext(diagnostics=diags, only=only)))
+    return list(actions or [])
+
+
+def applied(client, uri, action: types.CodeAction) -> str:
+    edits = workspace_text_edits(action.edit)
+    assert list(edits) == [uri]
+    return apply_text_edits(client.buffers[uri], edits[uri], client.encoding)
+
+
+async def test_quick_fix_for_one_site(client):
+    uri = open_doc(client, "tape.py")
+    lr = by_code(await diagnostics_for(client, uri), "HVD010")
+    actions = await actions_for(client, uri, [lr], only=[types.CodeActionKind.QuickFix])
+    assert [(a.title, a.kind, a.is_preferred) for a in actions] == [
+        ("Scale learning rate by hvd.size()", "quickfix", True)]
+    fixed = applied(client, uri, actions[0])
+    # the site's own edit plus the shared set-up, nothing else
+    expected = client.buffers[uri].replace("import tensorflow as tf\n", "import tensorflow as tf\n" + SETUP, 1)
+    expected = expected.replace("Adam(learning_rate=0.002)", "Adam(learning_rate=0.002 * hvd.size())")
+    assert fixed == expected
+    # versioned: the client refuses it for another version
+    assert actions[0].edit.document_changes[0].text_document.version == 1
+
+
+async def test_alternative_fix(client):
+    uri = open_doc(client, "tape.py")
+    take = by_code(await diagnostics_for(client, uri), "HVD040")
+    actions = await actions_for(client, uri, [take], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == ["Take n // hvd.size() elements per rank",
+                                          "Shard the dataset by rank and take n // hvd.size()"]
+    assert "dataset.shard(hvd.size(), hvd.rank()).take(64 // hvd.size())" in applied(client, uri, actions[1])
+
+
+async def test_restriction_offers_no_fix(client):
+    uri = open_doc(client, "restricted.py")
+    r7 = by_code(await diagnostics_for(client, uri), "HVD-R7")
+    assert await actions_for(client, uri, [r7], only=[types.CodeActionKind.QuickFix]) == []
+
+
+async def test_make_horovod_distributed_equals_cli_convert(client):
+    uri = open_doc(client, "tape.py")
+    loop = by_code(await diagnostics_for(client, uri), "HVD100")
+    actions = await actions_for(client, uri, [loop], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == [WHOLE_FILE_TITLE]
+    action = actions[0]
+    assert action.edit is None and action.data      # computed only when picked
+    resolved = await client.code_action_resolve_async(action)
+    assert applied(client, uri, resolved) == cli_convert(DATA / "tape.py")
+    # minimal edits, not a reprint of the file
+    assert all(len(e.new_text) < 400 for e in workspace_text_edits(resolved.edit)[uri])
+
+
+@pytest.mark.parametrize("client", [{"resolve": False, "document_changes": False}], indirect=True)
+async def test_edits_included_when_the_client_cannot_resolve(client):
+    uri = open_doc(client, "keras_fit.py")
+    loop = by_code(await diagnostics_for(client, uri), "HVD101")
+    actions = await actions_for(client, uri, [loop], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == [WHOLE_FILE_TITLE]
+    assert actions[0].edit.changes is not None       # no documentChanges support
+    assert applied(client, uri, actions[0]) == cli_convert(DATA / "keras_fit.py")
+
+
+async def test_fix_all(client):
+    uri = open_doc(client, "keras_fit.py")
+    await diagnostics_for(client, uri)
+    actions = await actions_for(client, uri, [], only=[types.CodeActionKind.SourceFixAll])
+    assert [a.kind for a in actions] == ["source.fixAll.horovodize"]
+    resolved = await client.code_action_resolve_async(actions[0])
+    assert applied(client, uri, resolved) == cli_convert(DATA / "keras_fit.py")
+
+
+async def test_no_whole_file_action_once_converted(client):
+    uri = open_doc(client, "tape.py", text=cli_convert(DATA / "tape.py"))
+    diags = await diagnostics_for(client, uri)
+    assert [d.code for d in diags] == []
+    assert await actions_for(client, uri, [], only=[types.CodeActionKind.SourceFixAll]) == []
+
+
+async def test_stale_diagnostic_offers_nothing(client):
+    uri = open_doc(client, "tape.py")
+    lr = by_code(await diagnostics_for(client, uri, version=1), "HVD010")
+    replace_all(client, uri, "\n" + client.buffers[uri], version=2)
+    await diagnostics_for(client, uri, version=2)
+    # its edits were made for version 1
+    assert await actions_for(client, uri, [lr], only=[types.CodeActionKind.QuickFix]) == []
+
+
+async def test_unfiltered_request_offers_quick_fixes_and_fix_all(client):
+    uri = open_doc(client, "tape.py")
+    lr = by_code(await diagnostics_for(client, uri), "HVD010")
+    actions = await actions_for(client, uri, [lr])
+    assert [a.kind for a in actions] == ["quickfix", "source.fixAll.horovodize"]
