@@ -700,15 +700,20 @@ def _dotted_name(node) -> str:
     return node.get_code(include_prefix=False).replace(" ", "")
 
 
-def _from_module(node) -> str | None:
+def from_module_text(node) -> str:
+    """The module of ``from <module> import ...`` as written, leading dots included."""
     parts = []
     for child in node.children[1:]:
         if child == "import":
             break
-        if child.type == "operator" and child.value in (".", "..."):
-            return None  # relative import: not a library module
         parts.append(child.get_code(include_prefix=False).strip())
-    return "".join(parts) or None
+    return "".join(parts)
+
+
+def _from_module(node) -> str | None:
+    """The module of an absolute ``from`` import (None for a relative one: not a library)."""
+    module = from_module_text(node)
+    return None if not module or module.startswith(".") else module
 
 
 def _from_names(node):
@@ -1178,14 +1183,9 @@ def _a(word: str) -> str:
 
 def _is_argument(env: Env, call: N.Call) -> bool:
     """An inline optimizer passed to something other than ``compile`` or a Horovod wrapper."""
-    cur = call.node.parent
-    if cur is not None and cur.type == "argument":
-        cur = cur.parent
-    if cur is not None and cur.type == "arglist":
-        cur = cur.parent
-    if cur is None or not N.is_call_trailer(cur) or cur.parent is None:
+    outer = N.call_with_argument(call.node)
+    if outer is None:
         return False
-    outer = N.Call(cur.parent, cur.parent.children.index(cur))
     if outer.method == "compile":
         return False
     q = env.qualname(outer.callee_parts) or ""

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import nodes as N
-from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names
+from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 LOOP_CODES = {TAPE: "HVD100", FIT: "HVD101", ESTIMATOR: "HVD102"}
@@ -419,12 +419,7 @@ def _import_summaries(node, sigma: dict) -> None:
         else:
             module = _from_module(node)
             if module is None:        # relative: keep the dots (the seeds only have level 0)
-                parts = []
-                for c in node.children[1:]:
-                    if c == "import":
-                        break
-                    parts.append(c.get_code(include_prefix=False).strip())
-                module = "".join(parts)
+                module = from_module_text(node)
             for name, alias in _from_names(node):
                 if name != "*":
                     full = f"{module}{name}" if module.endswith(".") else f"{module}.{name}"

@@ -197,6 +197,18 @@ def is_statement(node) -> bool:
     return parent is not None and (parent.type == "simple_stmt" or is_bare_statement(node))
 
 
+def call_with_argument(node) -> Call | None:
+    """The call that `node` is an argument of (``f(node)``, ``f(x, k=node)``), if any."""
+    cur = node.parent
+    if cur is not None and cur.type == "argument":
+        cur = cur.parent
+    if cur is not None and cur.type == "arglist":
+        cur = cur.parent
+    if cur is None or not is_call_trailer(cur) or cur.parent is None:
+        return None
+    return Call(cur.parent, cur.parent.children.index(cur))
+
+
 def enclosing(node, types: set[str]):
     cur = node.parent
     while cur is not None:

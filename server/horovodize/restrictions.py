@@ -38,6 +38,7 @@ from .env import (
     Env,
     Problem,
     _from_names,
+    from_module_text,
     _header,
     _Span,
     conditional_ancestor,
@@ -376,12 +377,7 @@ def _project_imports(node) -> list[tuple[str, str]]:
     out = []
     try:
         if node.type == "import_from":
-            parts = []
-            for c in node.children[1:]:
-                if c == "import":
-                    break
-                parts.append(c.get_code(include_prefix=False).strip())
-            module = "".join(parts)
+            module = from_module_text(node)
             if module.startswith(".") or module.split(".")[0] not in LIBRARIES:
                 out += [(alias or name, module) for name, alias in _from_names(node) if name != "*"]
         else:
@@ -539,21 +535,12 @@ def _function_value(env: Env, leaf, fns):
         node = leaf
     if fn is None or fn not in fns:
         return None, None
-    call = _call_with_argument(node)
+    call = N.call_with_argument(node)
     if call is not None and env.qualname(call.callee_parts) == "tensorflow.function":
         return None, None        # tf.function(f) is the decorator spelled as a call
     return fn, shown
 
 
-def _call_with_argument(node) -> N.Call | None:
-    cur = node.parent
-    if cur is not None and cur.type == "argument":
-        cur = cur.parent
-    if cur is not None and cur.type == "arglist":
-        cur = cur.parent
-    if cur is None or not N.is_call_trailer(cur) or cur.parent is None:
-        return None
-    return N.Call(cur.parent, cur.parent.children.index(cur))
 
 
 def _value_context(node) -> str:

@@ -120,13 +120,13 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
     if entry is None or entry.text is not doc.text or not entry.analysis.rule_sites:
         return actions
     if whole_file_for:
-        actions.append(await _whole_file(ls, entry, WHOLE_FILE_TITLE, QUICK_FIX, whole_file_for))
+        actions.append(_whole_file(ls, entry, WHOLE_FILE_TITLE, QUICK_FIX, whole_file_for))
     if _wants(only, SOURCE_FIX_ALL):
-        actions.append(await _whole_file(ls, entry, f"horovodize: {WHOLE_FILE_TITLE}", SOURCE_FIX_ALL, None))
+        actions.append(_whole_file(ls, entry, f"horovodize: {WHOLE_FILE_TITLE}", SOURCE_FIX_ALL, None))
     return actions
 
 
-async def _whole_file(ls: HorovodizeServer, entry, title: str, kind: str, diagnostics):
+def _whole_file(ls: HorovodizeServer, entry, title: str, kind: str, diagnostics):
     action = convert.code_action(title, kind, diagnostics=diagnostics,
                                  data={"uri": entry.uri, "version": entry.version, "action": "convert"})
     if not ls.resolve_edits:
