@@ -40,6 +40,7 @@ class Spec:
 SPECS = [
     Spec("tape_eager.py", {"lr": 0.001}, [r"step 0 loss"]),
     Spec("tape_function.py", {"lr": 0.002}, [r"step 0 loss"]),
+    Spec("tape_gradient_inside.py", {"lr": 0.003}, [r"eager step 0 loss", r"function step 0 loss"]),
     Spec("tape_split_subclass.py", {"lr": 0.01}, [r"epoch 0 loss"]),
     Spec("gan.py", {"lr": 1e-3, "lr2": 2e-3}, [r"epoch 1 gen"]),
     Spec("keras_fit.py", {"lr": 0.001},

@@ -19,6 +19,7 @@ HEAD = "import tensorflow.compat.v1 as tf\nest = tf.estimator.Estimator(model_fn
     ("est.train(input_fn, hooks=[log])", f"est.train(input_fn, hooks=[log] + [{HOOK}])"),
     ("est.train(input_fn, [log])", f"est.train(input_fn, [log] + [{HOOK}])"),
     ("est.train(input_fn, hooks=hooks)", f"est.train(input_fn, hooks=list(hooks or []) + [{HOOK}])"),
+    ("est.train(input_fn, hooks=h if c else None)", f"est.train(input_fn, hooks=list((h if c else None) or []) + [{HOOK}])"),
     ("est.train(input_fn, hooks=None)", f"est.train(input_fn, hooks=[{HOOK}])"),
     ("est.train(input_fn, hooks=make_hooks() or [])", f"est.train(input_fn, hooks=list(make_hooks() or [] or []) + [{HOOK}])"),
     ("est.train(\n    input_fn,\n    steps=10,\n)", f"est.train(\n    input_fn,\n    steps=10,\n    hooks=[{HOOK}],\n)"),

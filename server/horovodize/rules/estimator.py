@@ -48,7 +48,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         elif _is_list_literal(arg.value):
             edits = ctx.wrap(arg.value, "", f" + [{hook}]")
         else:  # a name, tuple or expression: any iterable, or None at run time
-            edits = ctx.wrap(arg.value, "list(", f" or []) + [{hook}]")
+            # `h if c else None or []` would bind as `h if c else (None or [])`
+            before, after = ("list((", ") or [])") if arg.value.type in LOW_PRECEDENCE else ("list(", " or [])")
+            edits = ctx.wrap(arg.value, before, f"{after} + [{hook}]")
         yield finding(ctx, "HVD060", call.node, "Estimator training does not broadcast the initial variables",
                       Fix(RULES["HVD060"][1], edits))
     for b in ctx.env.bindings:

@@ -75,7 +75,7 @@ def _single_target(stmt) -> str | None:
 
 def _gradient_inside(tape, with_stmt):
     """The statement of the with block that calls ``tape.gradient`` (gradients taken inside
-    the block): the wrap must come before it, not after the block."""
+    the block): they are averaged right after it, since wrapping after the block is too late."""
     suite = with_stmt.children[-1]
     for call in N.calls_in(suite):
         if call.method == "gradient" and call.receiver_dotted() == tape.name:
