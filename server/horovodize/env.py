@@ -23,6 +23,7 @@ Requires: source. Provides: `Env`, `Binding`, `Problem`, `Index`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from . import nodes as N
 from .source import Source
@@ -63,6 +64,7 @@ RELEVANT_MEMBERS = (
 MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras")
 
 
+@lru_cache(maxsize=4096)
 def canonical(q: str | None) -> str | None:
     """Normalise a qualified name: compat.v1, standalone keras, legacy optimizers."""
     if q is None:
@@ -83,6 +85,7 @@ def canonical(q: str | None) -> str | None:
     return q
 
 
+@lru_cache(maxsize=4096)
 def member_role(q: str | None) -> tuple[str, str] | None:
     """(role, class) when the canonical name `q` constructs an object a rule rewrites."""
     if not q:
@@ -165,6 +168,71 @@ class Index:
 
 
 def build_index(module) -> Index:
+    """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry)."""
+    idx = Index()
+    names, calls, by_method, owned_calls = idx.names, idx.calls, idx.by_method, idx.owned_calls
+    Call, is_call_trailer = N.Call, N.is_call_trailer
+
+    def visit(node, owner):
+        for child in node.children:
+            t = child.type
+            if t == "name":
+                found = names.get(child.value)
+                if found is None:
+                    names[child.value] = [child]
+                else:
+                    found.append(child)
+                continue
+            children = getattr(child, "children", None)
+            if children is None:
+                continue
+            inner = owner
+            if t == "atom_expr" or t == "power":
+                for i in range(1, len(children)):
+                    if is_call_trailer(children[i]):
+                        call = Call(child, i)
+                        calls.append((call, owner))
+                        key = call.method or call.callee_dotted()
+                        found = by_method.get(key)
+                        if found is None:
+                            by_method[key] = [call]
+                        else:
+                            found.append(call)
+                        found = owned_calls.get(id(owner))
+                        if found is None:
+                            owned_calls[id(owner)] = [call]
+                        else:
+                            found.append(call)
+            elif t in OWNERS:
+                inner = child
+                idx.def_owner[id(child)] = owner
+                if t == "funcdef":
+                    idx.funcdefs.append(child)
+                elif t == "classdef":
+                    idx.classdefs.append(child)
+            elif t == "with_item":
+                idx.with_items.append((child, owner))
+                idx.owned_withs.setdefault(id(owner), []).append(child)
+            elif t == "expr_stmt":
+                idx.assignments.append((child, owner))
+            elif t == "import_name" or t == "import_from":
+                idx.imports.append(child)
+            elif t == "return_stmt":
+                idx.returns.setdefault(id(owner), []).append(child)
+            elif t == "global_stmt" or t == "nonlocal_stmt":
+                idx.globals.append(child)
+            visit(child, inner)
+
+    try:
+        visit(module, module)     # a parso Module (file_input): nothing to record for the root
+    except RecursionError:        # pathologically nested code: the same walk with an explicit stack
+        return _build_index_iterative(module)
+    finally:
+        del visit                 # (a recursive closure is a reference cycle: leave no garbage for the gc)
+    return idx
+
+
+def _build_index_iterative(module) -> Index:
     idx = Index()
     stack = [(module, module)]
     while stack:
@@ -235,6 +303,7 @@ class Env:
 
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
+        self._bound: set[str] = set()          # every name that has a binding in some scope
         self._by_value: dict[int, Binding] = {}
         self._methods: dict[int, dict] = {}
         self._targets: dict[tuple, object] = {}
@@ -243,12 +312,16 @@ class Env:
         self._param_memo: dict[tuple, Binding | None] = {}
         self._param_active: set[tuple] = set()
         self._params: dict[int, list] = {}
+        self._callee_q: dict[tuple, str | None] = {}   # (id(call node), index) -> callee qualname
         self.ready = False
 
     # -- resolution ----------------------------------------------------------------
     def qualname(self, node_or_parts) -> str | None:
         """Canonical dotted name of an expression (or callee parts) through the aliases."""
         d = N.dotted(node_or_parts) if not isinstance(node_or_parts, list) else N.dotted_parts(node_or_parts)
+        return self._resolve(d)
+
+    def _resolve(self, d: str | None) -> str | None:
         if d is None:
             return None
         root, _, rest = d.partition(".")
@@ -256,6 +329,21 @@ class Env:
             return None
         full = self.aliases[root] + ("." + rest if rest else "")
         return canonical(full)
+
+    def callee_qualname(self, call: N.Call) -> str | None:
+        """``qualname(call.callee_parts)``, computed once per call site (the aliases are
+        final once the member aliases are collected; the cache is cleared then)."""
+        key = (id(call.node), call.index)
+        try:
+            return self._callee_q[key]
+        except KeyError:
+            root = call.node.children[0]
+            if root.type != "name" or root.value not in self.aliases:
+                q = None       # (the dotted name's root is not an alias)
+            else:
+                q = self._resolve(call.callee_dotted())
+            self._callee_q[key] = q
+            return q
 
     def scopes_for(self, node) -> list:
         """Lookup chain of scopes for a name used at `node` (innermost first)."""
@@ -269,6 +357,7 @@ class Env:
     def add_binding(self, b: Binding) -> None:
         self.bindings.append(b)
         self._by_key.setdefault((b.name, id(b.scope)), []).append(b)
+        self._bound.add(b.name)
         if b.value is not None:
             self._by_value.setdefault(id(b.value), b)
 
@@ -281,6 +370,8 @@ class Env:
         local bases; a parameter through the function's call sites)."""
         if not name or at is None:
             return None
+        if name not in self._bound and (not params or name.startswith("self.")):
+            return None      # no scope binds it (and no parameter can stand for it)
         if name.startswith("self."):
             cls = self.class_of(at)
             if cls is None:
@@ -469,7 +560,7 @@ class Env:
         if b is None:
             return None
         call = N.as_call(b.value)
-        if call is None or self.qualname(call.callee_parts) != "tensorflow.function":
+        if call is None or self.callee_qualname(call) != "tensorflow.function":
             return None
         arg = call.positional(0)
         d = N.dotted(arg.value) if arg is not None else None
@@ -508,7 +599,7 @@ class Env:
     # -- roles -------------------------------------------------------------------------
     def role_of_call(self, call: N.Call, at=None) -> tuple[str, str] | None:
         """(role, detail) when `call` constructs a known TensorFlow object."""
-        q = self.qualname(call.callee_parts)
+        q = self.callee_qualname(call)
         if q:
             return member_role(q)
         children = call.node.children
@@ -770,6 +861,7 @@ def _member_aliases(env: Env) -> None:
         elif "." in src:
             env.member_aliases[name] = stmt
             env.aliases[name] = q
+    env._callee_q.clear()      # the aliases are final from here on
 
 
 # Roles reachable through a module-like member alias (``keras = tf.keras``).
@@ -787,7 +879,7 @@ REACH = {
 
 def site_role(env: Env, call: N.Call) -> str | None:
     """The role of what `call` constructs, ``"tape"`` for ``tf.GradientTape()``."""
-    q = env.qualname(call.callee_parts)
+    q = env.callee_qualname(call)
     if q == "tensorflow.GradientTape":
         return "tape"
     r = member_role(q)
@@ -916,7 +1008,7 @@ def _with_item(env: Env, item) -> None:
         return
     call = N.as_call(item.children[0])
     target = N.dotted(item.children[2])
-    if call is not None and target and env.qualname(call.callee_parts) == "tensorflow.GradientTape":
+    if call is not None and target and env.callee_qualname(call) == "tensorflow.GradientTape":
         b = Binding(target, "tape", item, item.children[0], N.func_scope_of(item))
         env.tapes.append(b)
         env._by_value.setdefault(id(item.children[0]), b)
@@ -1156,7 +1248,7 @@ def _inline_creations(env: Env) -> None:
     """A dataset/optimizer/checkpoint created without an assignment (R5/R10) where a rule
     would have acted on it: ``tf.train.Checkpoint(m=m).save(p)``, ``train(tf.keras.optimizers.Adam())``."""
     for call, owner in env.index.calls:
-        q = env.qualname(call.callee_parts)
+        q = env.callee_qualname(call)
         role = member_role(q)
         if role is None or role[0] not in INLINE_USES or env.binding_for_value(call.node) is not None:
             continue
@@ -1188,7 +1280,7 @@ def _is_argument(env: Env, call: N.Call) -> bool:
         return False
     if outer.method == "compile":
         return False
-    q = env.qualname(outer.callee_parts) or ""
+    q = env.callee_qualname(outer) or ""
     return not q.startswith("horovod") and outer.method != "DistributedOptimizer"
 
 
@@ -1268,6 +1360,10 @@ def _is_module_import_call(value) -> bool:
     call = N.as_call(value)
     if call is None:
         return False
+    first = call.node.children[0]
+    last = call.method if call.method is not None else (first.value if call.index == 1 and first.type == "name" else None)
+    if last not in ("import_module", "__import__"):
+        return False          # (the callee's last name, without building the dotted name)
     callee = call.callee_dotted() or ""
     if callee.rsplit(".", 1)[-1] not in ("import_module", "__import__"):
         return False

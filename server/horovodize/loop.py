@@ -144,12 +144,14 @@ class _Summarizer:
         self.env = env
         idx = env.index
         self.memo: dict[int, frozenset] = {}
-        self.compiled = {c.receiver_dotted() for c, _ in idx.calls if c.method == "compile"}
+        # (by_method lists a call under its method, or its callee when it has none)
+        self.compiled = {c.receiver_dotted() for c in idx.by_method.get("compile", ()) if c.method == "compile"}
         self.hvd_calls: dict[str, list] = {}
-        for c, _owner in idx.calls:
-            if c.method in ("DistributedGradientTape", "DistributedOptimizer", "BroadcastGlobalVariablesHook",
-                            "BroadcastGlobalVariablesCallback", "broadcast_variables"):
-                self.hvd_calls.setdefault(c.method, []).append(c)
+        for name in ("DistributedGradientTape", "DistributedOptimizer", "BroadcastGlobalVariablesHook",
+                     "BroadcastGlobalVariablesCallback", "broadcast_variables"):
+            found = [c for c in idx.by_method.get(name, ()) if c.method == name]
+            if found:
+                self.hvd_calls[name] = found
         self.solve()
 
     # -- kinds -----------------------------------------------------------------------
@@ -206,7 +208,7 @@ class _Summarizer:
     def direct_kind(self, call: N.Call) -> str | None:
         """The seeds' summary_E for the calls that start a loop themselves."""
         env, method = self.env, call.method
-        q = env.qualname(call.callee_parts)
+        q = env.callee_qualname(call)
         if q == "tensorflow.GradientTape":
             return TAPE
         if q == "tensorflow.estimator.train_and_evaluate":
@@ -452,7 +454,7 @@ def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
         if call.method == "fit" and s.is_model(call):
             sites.append(_fit_site(env, s, call, keras_steps))
         elif (call.method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator")) or \
-                env.qualname(call.callee_parts) == "tensorflow.estimator.train_and_evaluate":
+                env.callee_qualname(call) == "tensorflow.estimator.train_and_evaluate":
             sites.append(_estimator_site(env, s, call))
     sites.sort(key=lambda site: site.node.start_pos)
     return sites
@@ -465,7 +467,7 @@ def _fit_site(env: Env, s: _Summarizer, call: N.Call, keras_steps: dict) -> Loop
     b = env.lookup(receiver, call.node, "model")
     if b is not None:
         site.related.append((b.stmt, f"model `{b.name}` is created here"))
-    for compile_call, _ in env.index.calls:
+    for compile_call in env.index.by_method.get("compile", ()):
         if compile_call.method != "compile" or compile_call.receiver_dotted() != receiver:
             continue
         if b is not None and env.lookup(receiver, compile_call.node, "model") is not b:

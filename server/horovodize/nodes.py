@@ -7,6 +7,7 @@ rather than types: a call is an ``atom_expr``/``power`` whose trailer is ``( ...
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator
 
 COMPOUND = {
@@ -41,13 +42,17 @@ class Call:
     def callee_parts(self) -> list:
         return self.node.children[: self.index]
 
-    @property
+    # `method`, `receiver_dotted` and `callee_dotted` are read by many passes over the same
+    # calls; the tree does not change during an analysis, so each is computed once.
+    @cached_property
     def method(self) -> str | None:
         """`name` of ``receiver.name(...)``, else None."""
         if self.index >= 1:
             last = self.node.children[self.index - 1]
-            if last.type == "trailer" and last.children[0] == ".":
-                return last.children[1].value
+            if last.type == "trailer":
+                first = last.children[0]
+                if first.type == "operator" and first.value == ".":
+                    return last.children[1].value
         return None
 
     @property
@@ -55,10 +60,16 @@ class Call:
         return self.node.children[: self.index - 1]
 
     def receiver_dotted(self) -> str | None:
-        return dotted_parts(self.receiver_parts)
+        d = self.__dict__
+        if "_receiver" not in d:
+            d["_receiver"] = dotted_parts(self.receiver_parts)
+        return d["_receiver"]
 
     def callee_dotted(self) -> str | None:
-        return dotted_parts(self.callee_parts)
+        d = self.__dict__
+        if "_callee" not in d:
+            d["_callee"] = dotted_parts(self.callee_parts)
+        return d["_callee"]
 
     @property
     def args(self) -> list[Arg]:
@@ -91,7 +102,10 @@ class Call:
 
 
 def is_call_trailer(node) -> bool:
-    return node.type == "trailer" and node.children[0] == "("
+    if node.type != "trailer":
+        return False
+    first = node.children[0]
+    return first.type == "operator" and first.value == "("
 
 
 def calls_in(node) -> Iterator[Call]:
@@ -151,13 +165,23 @@ def dotted(node) -> str | None:
 
 
 def dotted_parts(parts) -> str | None:
-    if not parts or parts[0].type != "name":
+    if not parts:
         return None
-    names = [parts[0].value]
-    for trailer in parts[1:]:
-        if trailer.type != "trailer" or trailer.children[0] != ".":
+    first = parts[0]
+    if first.type != "name":
+        return None
+    if len(parts) == 1:
+        return first.value
+    names = [first.value]
+    for i in range(1, len(parts)):
+        trailer = parts[i]
+        if trailer.type != "trailer":
             return None
-        names.append(trailer.children[1].value)
+        ch = trailer.children
+        op = ch[0]
+        if op.type != "operator" or op.value != ".":
+            return None
+        names.append(ch[1].value)
     return ".".join(names)
 
 

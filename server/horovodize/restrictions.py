@@ -391,7 +391,7 @@ def _project_imports(node) -> list[tuple[str, str]]:
 def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
     out = []
     for call, _owner in env.index.calls:
-        q = env.qualname(call.callee_parts) or ""
+        q = env.callee_qualname(call) or ""
         if q.startswith("tensorflow.distribute.") and q.endswith("Strategy"):
             out.append(Problem("T2", _span(call.node.children[0], call.trailer),
                                f"`{call.callee_dotted()}` already distributes training another way; "
@@ -536,7 +536,7 @@ def _function_value(env: Env, leaf, fns):
     if fn is None or fn not in fns:
         return None, None
     call = N.call_with_argument(node)
-    if call is not None and env.qualname(call.callee_parts) == "tensorflow.function":
+    if call is not None and env.callee_qualname(call) == "tensorflow.function":
         return None, None        # tf.function(f) is the decorator spelled as a call
     return fn, shown
 

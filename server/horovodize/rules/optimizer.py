@@ -76,7 +76,7 @@ def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:
 
 
 def _default_lr(ctx: RuleContext, call: N.Call) -> str | None:
-    q = ctx.env.qualname(call.callee_parts) or ""
+    q = ctx.env.callee_qualname(call) or ""
     last = q.rsplit(".", 1)[-1]
     return KERAS_OPTIMIZERS.get(last) if last in KERAS_OPTIMIZERS else TF1_OPTIMIZERS.get(last)
 
@@ -151,7 +151,7 @@ def _scale_schedule(ctx: RuleContext, schedule: N.Call, used_at) -> Iterator[Fin
             return  # cannot tell which argument is the rate; never multiply the schedule object
         keyword, pos = param
     else:
-        cls = (ctx.env.qualname(schedule.callee_parts) or "").rsplit(".", 1)[-1]
+        cls = (ctx.env.callee_qualname(schedule) or "").rsplit(".", 1)[-1]
         keyword, pos = SCHEDULE_RATE_ARG.get(cls, ("initial_learning_rate", 0))
     arg = schedule.keyword(keyword) or schedule.positional(pos)
     if arg is None or mentions_hvd(arg.value, ctx):
