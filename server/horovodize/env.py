@@ -168,111 +168,69 @@ class Index:
 
 
 def build_index(module) -> Index:
-    """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry)."""
+    """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry).
+    Pathologically nested code falls back to the same walk with an explicit stack."""
     idx = Index()
-    names, calls, by_method, owned_calls = idx.names, idx.calls, idx.by_method, idx.owned_calls
-    Call, is_call_trailer = N.Call, N.is_call_trailer
+    names = idx.names
 
     def visit(node, owner):
         for child in node.children:
-            t = child.type
-            if t == "name":
+            if child.type == "name":
                 found = names.get(child.value)
                 if found is None:
                     names[child.value] = [child]
                 else:
                     found.append(child)
-                continue
-            children = getattr(child, "children", None)
-            if children is None:
-                continue
-            inner = owner
-            if t == "atom_expr" or t == "power":
-                for i in range(1, len(children)):
-                    if is_call_trailer(children[i]):
-                        call = Call(child, i)
-                        calls.append((call, owner))
-                        key = call.method or call.callee_dotted()
-                        found = by_method.get(key)
-                        if found is None:
-                            by_method[key] = [call]
-                        else:
-                            found.append(call)
-                        found = owned_calls.get(id(owner))
-                        if found is None:
-                            owned_calls[id(owner)] = [call]
-                        else:
-                            found.append(call)
-            elif t in OWNERS:
-                inner = child
-                idx.def_owner[id(child)] = owner
-                if t == "funcdef":
-                    idx.funcdefs.append(child)
-                elif t == "classdef":
-                    idx.classdefs.append(child)
-            elif t == "with_item":
-                idx.with_items.append((child, owner))
-                idx.owned_withs.setdefault(id(owner), []).append(child)
-            elif t == "expr_stmt":
-                idx.assignments.append((child, owner))
-            elif t == "import_name" or t == "import_from":
-                idx.imports.append(child)
-            elif t == "return_stmt":
-                idx.returns.setdefault(id(owner), []).append(child)
-            elif t == "global_stmt" or t == "nonlocal_stmt":
-                idx.globals.append(child)
-            visit(child, inner)
+            elif hasattr(child, "children"):
+                visit(child, _record(idx, child, owner))
 
     try:
         visit(module, module)     # a parso Module (file_input): nothing to record for the root
-    except RecursionError:        # pathologically nested code: the same walk with an explicit stack
-        return _build_index_iterative(module)
+    except RecursionError:
+        idx = Index()
+        stack = [(child, module) for child in reversed(module.children)]
+        while stack:
+            node, owner = stack.pop()
+            if node.type == "name":
+                idx.names.setdefault(node.value, []).append(node)
+            elif hasattr(node, "children"):
+                inner = _record(idx, node, owner)
+                stack.extend((child, inner) for child in reversed(node.children))
     finally:
         del visit                 # (a recursive closure is a reference cycle: leave no garbage for the gc)
     return idx
 
 
-def _build_index_iterative(module) -> Index:
-    idx = Index()
-    stack = [(module, module)]
-    while stack:
-        node, owner = stack.pop()
-        t = node.type
-        children = getattr(node, "children", None)
-        if t == "name":
-            idx.names.setdefault(node.value, []).append(node)
-            continue
-        if children is None:
-            continue
-        inner = owner
-        if t in OWNERS:
-            inner = node
-            idx.def_owner[id(node)] = owner
-            if t == "funcdef":
-                idx.funcdefs.append(node)
-            elif t == "classdef":
-                idx.classdefs.append(node)
-        elif t in ("atom_expr", "power"):
-            for i in range(1, len(children)):
-                if N.is_call_trailer(children[i]):
-                    call = N.Call(node, i)
-                    idx.calls.append((call, owner))
-                    idx.by_method.setdefault(call.method or call.callee_dotted(), []).append(call)
-                    idx.owned_calls.setdefault(id(owner), []).append(call)
-        elif t == "with_item":
-            idx.with_items.append((node, owner))
-            idx.owned_withs.setdefault(id(owner), []).append(node)
-        elif t == "expr_stmt":
-            idx.assignments.append((node, owner))
-        elif t in ("import_name", "import_from"):
-            idx.imports.append(node)
-        elif t == "return_stmt":
-            idx.returns.setdefault(id(owner), []).append(node)
-        elif t in ("global_stmt", "nonlocal_stmt"):
-            idx.globals.append(node)
-        for child in reversed(children):
-            stack.append((child, inner))
-    return idx
+def _record(idx: Index, node, owner):
+    """File `node` (an inner node) in the index; returns the owner of its children."""
+    t = node.type
+    if t == "atom_expr" or t == "power":
+        children = node.children
+        for i in range(1, len(children)):
+            if N.is_call_trailer(children[i]):
+                call = N.Call(node, i)
+                idx.calls.append((call, owner))
+                idx.by_method.setdefault(call.method or call.callee_dotted(), []).append(call)
+                idx.owned_calls.setdefault(id(owner), []).append(call)
+    elif t in OWNERS:
+        idx.def_owner[id(node)] = owner
+        if t == "funcdef":
+            idx.funcdefs.append(node)
+        elif t == "classdef":
+            idx.classdefs.append(node)
+        return node
+    elif t == "with_item":
+        idx.with_items.append((node, owner))
+        idx.owned_withs.setdefault(id(owner), []).append(node)
+    elif t == "expr_stmt":
+        idx.assignments.append((node, owner))
+    elif t == "import_name" or t == "import_from":
+        idx.imports.append(node)
+    elif t == "return_stmt":
+        idx.returns.setdefault(id(owner), []).append(node)
+    elif t == "global_stmt" or t == "nonlocal_stmt":
+        idx.globals.append(node)
+    return owner
 
 
 # -- the environment -----------------------------------------------------------------------
