@@ -405,6 +405,24 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
             out.append(Problem("T2", call.node, f"`{call.receiver_dotted()}.minimize` trains outside a GradientTape, "
                                "fit or Estimator loop that Horovod can wrap", ROLE_RULES["optimizer"], b,
                                sites=group, related=[(b.stmt, "created here")]))
+    out += _gradients_in_block(env)
+    return out
+
+
+def _gradients_in_block(env: Env) -> list[Problem]:
+    """Gradients taken inside the tape's block into something other than one name
+    (``dw, db = tape.gradient(...)``): HVD020 cannot average them, so the loop is not converted."""
+    from .rules.gradient_tape import _gradient_inside, _single_target
+
+    out = []
+    for tape in env.tapes:
+        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+        inner = _gradient_inside(tape, with_stmt) if with_stmt is not None else None
+        if inner is not None and _single_target(inner) is None:
+            stmt = inner.children[0] if inner.type == "simple_stmt" else inner
+            out.append(Problem("T2", stmt, f"the gradients of `{tape.name}` are taken inside its block and not "
+                               "into one name; write `grads = tape.gradient(...)` (or take them after the block)",
+                               ("HVD020",), region=with_stmt))
     return out
 
 

@@ -337,6 +337,20 @@ def test_t2_minimize_loop(check):
     assert "HVD010" not in r.codes()
 
 
+def test_t2_gradients_inside_the_block_into_several_names(check):
+    # HVD020 can average `grads = tape.gradient(...)` taken inside the block, not `dw, db = ...`
+    step = ("def step(x):\n    with tf.GradientTape() as tape:\n        loss = model(x)\n"
+            "        dw, db = tape.gradient(loss, [w, b])\n    opt.apply_gradients(zip([dw, db], [w, b]))\n")
+    r = check(HEAD + "opt = tf.keras.optimizers.SGD(0.1)\n" + step)
+    f = r.one("HVD-T2")
+    assert r.src(f) == "dw, db = tape.gradient(loss, [w, b])"
+    assert_blocks(r, f, "HVD020")
+    assert not {"HVD010", "HVD020", "HVD021"} & set(r.codes())
+    single = check(HEAD + "opt = tf.keras.optimizers.SGD(0.1)\n" + step.replace("dw, db = ", "grads = ")
+                   .replace("zip([dw, db]", "zip(grads"))
+    assert "HVD-T2" not in single.codes() and "HVD020" in single.codes()
+
+
 def test_t2_negative_estimator_minimize_and_get_strategy(check):
     r = check(ESTIMATOR + "strategy = tf.distribute.get_strategy()\n")
     assert "HVD-T2" not in r.codes()
