@@ -278,10 +278,6 @@ def walk(node) -> Iterator:
         yield from walk(child)
 
 
-def contains_text(node, needle: str) -> bool:
-    return needle in node.get_code(include_prefix=False)
-
-
 def assign_parts(expr_stmt):
     """(targets, value) of ``a = b = value`` / ``a: T = value``; None when not an assignment."""
     ch = expr_stmt.children
