@@ -17,7 +17,6 @@ from .env import Env, build_env
 from .loop import LOOP_CODES, Summary, summarize
 from .rules import RULE_MODULES
 from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
-from .rules.setup_imports import setup_site
 from .source import Edit, ParseError, Source, apply_edits
 
 log = logging.getLogger(__name__)
@@ -98,10 +97,8 @@ def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
     except Exception:
         log.exception("analysis failed")
         analysis.internal_errors.append(traceback.format_exc())
-    if select:
+    if select:  # the set-up (`analysis.setup`) still travels with the fixes that need it
         analysis.findings = [f for f in analysis.findings if f.code in select]
-        if analysis.setup is not None and analysis.setup.code not in select:
-            pass  # the set-up still travels with the fixes that need it
     return analysis
 
 
@@ -161,8 +158,7 @@ def convert_text(text: str) -> str:
     """The whole-file conversion; raises `ParseError` when the input does not parse."""
     source = Source(text)
     source.check_parses()
-    analysis = analyze(text)
-    return analysis.converted()
+    return analyze(text, module=source.module).converted()
 
 
 __all__ = ["Analysis", "analyze", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

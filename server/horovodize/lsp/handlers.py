@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
-from ..source import ParseError, Source
+from ..source import ParseError
 from . import convert, options
 from .convert import (
     CONVERT_FILE,
@@ -200,7 +200,7 @@ async def convert_file(ls: HorovodizeServer, *args):
         ls.show(f"{name}: not open in the editor", types.MessageType.Error)
         return
     try:
-        await ls.in_worker(lambda: Source(entry.text.text).check_parses())
+        await ls.in_worker(entry.analysis.source.check_parses)   # the tree the analysis parsed
     except ParseError as e:
         ls.show(f"{name}:{e.line}:{e.column}: syntax error: {e.message}", types.MessageType.Error)
         return
