@@ -254,6 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-file", metavar="PATH")
     p.set_defaults(func=cmd_serve)
 
+    from . import doctor
+
+    p = sub.add_parser("doctor", help="check that an interpreter's TensorFlow/Keras/Horovod can run converted code")
+    doctor.add_arguments(p)
+    p.set_defaults(func=doctor.run)
+
     try:
         from . import verify
     except ImportError:  # pragma: no cover - verify is optional while it is being built
