@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import nodes as N
+from .gradflow import is_training_tape
 from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
@@ -210,7 +211,8 @@ class _Summarizer:
         env, method = self.env, call.method
         q = env.callee_qualname(call)
         if q == "tensorflow.GradientTape":
-            return TAPE
+            b = env.binding_for_value(call.node)
+            return TAPE if b is None or b.role != "tape" or is_training_tape(env, b) else None
         if q == "tensorflow.estimator.train_and_evaluate":
             return ESTIMATOR
         if method == "fit" and self.is_model(call):
@@ -436,6 +438,8 @@ def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
     keras_steps: dict[str, list] = {}
     for tape in env.tapes:
         fn = N.enclosing(tape.stmt, {"funcdef"})
+        if not is_training_tape(env, tape):
+            continue          # its gradients reach no optimizer (gradflow): not a training loop
         if fn is not None and s.keras_step(fn):
             keras_steps.setdefault(N.enclosing(fn, {"classdef"}).name.value, []).append(tape)
             continue

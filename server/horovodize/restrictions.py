@@ -414,10 +414,14 @@ def _gradients_in_block(env: Env) -> list[Problem]:
     (``dw, db = tape.gradient(...)``): HVD020 cannot average them, so the loop is not converted."""
     from .rules.gradient_tape import _gradient_inside, _single_target
 
+    from .gradflow import is_training_tape
+
     out = []
     for tape in env.tapes:
         with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
-        inner = _gradient_inside(tape, with_stmt) if with_stmt is not None else None
+        if with_stmt is None or not is_training_tape(env, tape):
+            continue
+        inner = _gradient_inside(tape, with_stmt)
         if inner is not None and _single_target(inner) is None:
             stmt = inner.children[0] if inner.type == "simple_stmt" else inner
             out.append(Problem("T2", stmt, f"the gradients of `{tape.name}` are taken inside its block and not "

@@ -67,6 +67,7 @@ def test_two_tapes_in_one_with():
         with tf.GradientTape() as g_tape, tf.GradientTape(persistent=True) as d_tape:
             g_loss, d_loss = losses()
         g_grads = g_tape.gradient(g_loss, g_vars)
+        g_opt.apply_gradients(zip(g_grads, g_vars))
         """
     after = """
         import tensorflow as tf
@@ -76,6 +77,7 @@ def test_two_tapes_in_one_with():
         g_tape = hvd.DistributedGradientTape(g_tape)
         d_tape = hvd.DistributedGradientTape(d_tape)
         g_grads = g_tape.gradient(g_loss, g_vars)
+        g_opt.apply_gradients(zip(g_grads, g_vars))
         """
     assert_rule(before, after, "HVD020")
 
@@ -87,7 +89,7 @@ def test_tape_with_another_context_manager_and_an_alias():
         for batch in data:
             with t.device("/gpu:0"), t.GradientTape() as tape:
                 loss = f(batch)
-            print(tape.gradient(loss, v))
+            opt.apply_gradients(zip(tape.gradient(loss, v), v))
         """
     after = """
         import tensorflow as t
@@ -96,7 +98,7 @@ def test_tape_with_another_context_manager_and_an_alias():
             with t.device("/gpu:0"), t.GradientTape() as tape:
                 loss = f(batch)
             tape = hvd.DistributedGradientTape(tape)
-            print(tape.gradient(loss, v))
+            opt.apply_gradients(zip(tape.gradient(loss, v), v))
         """
     assert_rule(before, after, "HVD020")
 

@@ -1,5 +1,5 @@
-"""GradientTape rules: average gradients with ``hvd.DistributedGradientTape`` (HVD020) and
-broadcast the initial state from rank 0 once, after the first ``apply_gradients`` (HVD021).
+"""GradientTape rules: average gradients with ``hvd.DistributedGradientTape`` (HVD020) — only
+for a tape whose gradients reach an optimizer (`gradflow`) — and broadcast the initial state from rank 0 once, after the first ``apply_gradients`` (HVD021).
 
 The seeds' broadcast uses a Python ``global`` flag, which ``@tf.function`` reads once at
 trace time, and iterates ``zip(...)`` twice. Here the arguments are materialised with
@@ -17,6 +17,7 @@ from typing import Iterator
 
 from .. import nodes as N
 from ..env import TF1_OPTIMIZERS
+from ..gradflow import is_training_tape
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding
 from .setup_imports import after_setup, tf_name
@@ -45,6 +46,8 @@ def _tapes(ctx: RuleContext) -> Iterator[Finding]:
         with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
         if with_stmt is None or "." in tape.name or _wrapped(ctx, tape, with_stmt):
             continue
+        if not is_training_tape(ctx.env, tape):
+            continue   # a penalty, saliency or printed gradient: no optimizer applies it
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
         outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
