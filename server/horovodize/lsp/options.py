@@ -9,6 +9,8 @@
   ``horovodize convert``.
 * ``docsBaseUrl``: diagnostics link to ``docsBaseUrl + CODE`` instead of the packaged
   page (a ``file:`` URI to ``horovodize/docs/<CODE>.md``).
+* ``python``: the interpreter the user's programs run with; the server runs
+  ``horovodize doctor`` for it once (``lsp/doctor.py``).
 
 Invalid options are reported (one warning message) and replaced by their defaults, as
 jedi-language-server does.
@@ -25,6 +27,7 @@ from .. import codes
 class Options:
     select: frozenset[str] | None = None
     docs_base_url: str | None = None
+    python: str | None = None
 
 
 def load(raw) -> tuple[Options, list[str]]:
@@ -51,4 +54,8 @@ def load(raw) -> tuple[Options, list[str]]:
     if base is not None and not isinstance(base, str):
         problems.append("`docsBaseUrl` must be a string")
         base = None
-    return Options(select=select, docs_base_url=base or None), problems
+    python = raw.get("python")
+    if python is not None and not isinstance(python, str):
+        problems.append("`python` must be a string")
+        python = None
+    return Options(select=select, docs_base_url=base or None, python=python or None), problems

@@ -352,6 +352,7 @@ def run_server(args) -> int:
     """``horovodize serve``: stdio (default), TCP or WebSocket."""
     from ..cli import UserError
     from . import handlers  # noqa: F401  (registers the features on SERVER)
+    from . import doctor  # noqa: F401  (the stack doctor's notification and request)
 
     level = logging.INFO if args.log_file else logging.WARNING
     try:
