@@ -518,7 +518,7 @@ class Env:
         if b is None:
             return None
         call = N.as_call(b.value)
-        if call is None or self.callee_qualname(call) != "tensorflow.function":
+        if call is None or not _wrapper(self, call):
             return None
         arg = call.positional(0)
         d = N.dotted(arg.value) if arg is not None else None
@@ -598,6 +598,12 @@ class Env:
             if q in ("tensorflow.keras", "keras"):
                 return name
         return None
+
+
+def _wrapper(env: Env, call) -> bool:
+    """``tf.function(f)`` / ``functools.partial(f, ...)`` (callables.py)."""
+    from .callables import is_wrapper
+    return is_wrapper(env, call)
 
 
 def _is_staticmethod(fn) -> bool:

@@ -46,6 +46,7 @@ from .env import (
     is_main_guard,
     is_name_use,
 )
+from .callables import is_higher_order
 from .loop import ESTIMATOR, FIT, TAPE, Summary
 
 TAPE_RULES = ("HVD020", "HVD021")
@@ -536,6 +537,8 @@ def _function_value(env: Env, leaf, fns):
         nxt = parent.get_next_sibling()
         if nxt is not None and nxt.type == "trailer":
             return None, None
+        if _assigned_to(owner):
+            return None, None    # ``self.train_step = tf.function(self.train_step)`` re-binds it
         cls = env.class_of(leaf)
         fn = env.method(cls.name.value, leaf.value) if cls is not None else None
         shown = _span(owner.children[0], parent)
@@ -558,9 +561,18 @@ def _function_value(env: Env, leaf, fns):
     if fn is None or fn not in fns:
         return None, None
     call = N.call_with_argument(node)
-    if call is not None and env.callee_qualname(call) == "tensorflow.function":
-        return None, None        # tf.function(f) is the decorator spelled as a call
+    if call is not None and is_higher_order(env, call):
+        return None, None        # tf.function(f), partial(f, ...), app.run(main): run f as it is
     return fn, shown
+
+
+def _assigned_to(node) -> bool:
+    """Is `node` a target of its assignment statement?"""
+    parent = node.parent
+    if parent is None or parent.type != "expr_stmt":
+        return False
+    ch = parent.children
+    return any(ch[i] is node for i in range(0, len(ch) - 1, 2)) and len(ch) >= 3 and ch[1] == "="
 
 
 

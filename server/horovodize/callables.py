@@ -1,0 +1,55 @@
+"""Known higher-order calls: the library functions that take a training function and
+run it (or a wrapper of it) as it is, so passing the function to them does not hide the
+loop from the summary (HVD-T4 stays quiet).
+
+* entry points: ``absl.app.run(main)``, ``tf.compat.v1.app.run(main)``,
+  ``horovod.run(main, np=2)`` — they call `main` once, in this process (or each worker);
+* wrappers: ``tf.function(f)``, ``functools.partial(f, ...)`` — the result runs `f`
+  (`Env.call_target` follows ``g = partial(f, ...)`` to `f`).
+
+absl and functools are not among the environment's module roots, so their imports are
+read here (``from absl import app``, ``import functools as ft``, ``from functools import
+partial``).
+
+Requires: env (aliases, imports). Provides: `is_higher_order`, `is_wrapper`.
+"""
+
+from __future__ import annotations
+
+from .env import Env, import_bindings
+
+ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run"}
+WRAPPERS = {"tensorflow.function", "functools.partial"}
+_OTHER_ROOTS = ("absl", "functools")
+
+
+def callee_name(env: Env, call) -> str | None:
+    """The callee's qualified name, absl and functools included."""
+    q = env.callee_qualname(call)
+    if q is not None:
+        return q
+    d = call.callee_dotted()
+    if d is None:
+        return None
+    table = env.__dict__.get("_other_imports")
+    if table is None:
+        table = env.__dict__["_other_imports"] = {
+            local: full for node in env.imports for local, full in import_bindings(node)
+            if full.split(".")[0] in _OTHER_ROOTS}
+    root, _, rest = d.partition(".")
+    if root not in table:
+        return None
+    return table[root] + ("." + rest if rest else "")
+
+
+def is_wrapper(env: Env, call) -> bool:
+    """``tf.function(f)`` / ``functools.partial(f, ...)``: the result runs `f`."""
+    return callee_name(env, call) in WRAPPERS
+
+
+def is_higher_order(env: Env, call) -> bool:
+    """A call that runs the function passed to it (an entry point or a wrapper)."""
+    return callee_name(env, call) in ENTRY_POINTS | WRAPPERS
+
+
+__all__ = ["callee_name", "is_higher_order", "is_wrapper"]
