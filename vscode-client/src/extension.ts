@@ -1,9 +1,14 @@
 // VS Code client for the horovodize language server.
 //
-// Starts `<interpreter> -m horovodize serve` over stdio and wires up the
-// commands, settings and the status bar item that shows the training-loop
-// kind of the active Python file. Diagnostics, quick fixes and hovers come
-// straight from the server through vscode-languageclient.
+// Starts the language server bundled in the extension (bundled/tool/server.py puts
+// bundled/libs first on sys.path) with the user's interpreter over stdio, like
+// Microsoft's Python-tools extension template and ruff's extension, so installing the
+// .vsix is all a user does; `horovodize.importStrategy: fromEnvironment` or
+// `horovodize.path` use an installed horovodize instead. Wires up the commands, the
+// settings and two status bar items: the training-loop kind of the active Python file,
+// and the verdict of the stack doctor the server runs for the interpreter (can its
+// TensorFlow / Keras / Horovod run the converted program?). Diagnostics, quick fixes and
+// hovers come straight from the server through vscode-languageclient.
 
 import * as cp from 'child_process';
 import * as os from 'os';
@@ -35,9 +40,28 @@ interface FileInfo {
 
 const FileInfoRequest = new RequestType<FileInfoParams, FileInfo | null, void>('horovodize/fileInfo');
 
+/** `horovodize doctor --format json` plus the rendered `text` (see server/horovodize/lsp/doctor.py). */
+interface DoctorReport {
+  python: string;
+  verdict: 'ready' | 'not ready' | 'cannot inspect';
+  ready: boolean;
+  summary: string;
+  text: string;
+  findings: { severity: string; title: string; fix: string[] }[];
+}
+
+const DOCTOR = 'horovodize/doctor';
+const DoctorRequest = new RequestType<Record<string, never>, DoctorReport | null, void>(DOCTOR);
+const REPORT_URI = vscode.Uri.parse('horovodize-doctor:/Horovod%20stack%20report.txt');
+
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel;
 let statusItem: vscode.StatusBarItem;
+let stackItem: vscode.StatusBarItem;
+let extensionPath = '';
+let interpreterInUse: { path: string; source: string } | undefined;
+let doctorReport: DoctorReport | undefined;
+const reportChanged = new vscode.EventEmitter<vscode.Uri>();
 let starting: Promise<void> | undefined;
 let statusSeq = 0;
 let statusTimer: NodeJS.Timeout | undefined;
@@ -46,12 +70,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   output = vscode.window.createOutputChannel('Horovodize');
   statusItem = vscode.window.createStatusBarItem('horovodize.status', vscode.StatusBarAlignment.Right, 100);
   statusItem.name = 'Horovodize';
-  context.subscriptions.push(output, statusItem);
+  stackItem = vscode.window.createStatusBarItem('horovodize.stack', vscode.StatusBarAlignment.Right, 99);
+  stackItem.name = 'Horovodize: stack doctor';
+  stackItem.command = 'horovodize.showDoctorReport';
+  extensionPath = context.extensionPath;
+  context.subscriptions.push(output, statusItem, stackItem, reportChanged);
 
   context.subscriptions.push(
     vscode.commands.registerCommand('horovodize.makeDistributed', makeDistributed),
     vscode.commands.registerCommand('horovodize.restartServer', () => restart()),
     vscode.commands.registerCommand('horovodize.showOutput', () => output.show(true)),
+    vscode.commands.registerCommand('horovodize.showDoctorReport', showDoctorReport),
+    vscode.workspace.registerTextDocumentContentProvider('horovodize-doctor', {
+      onDidChange: reportChanged.event,
+      provideTextDocumentContent: () => reportText(),
+    }),
     vscode.window.onDidChangeActiveTextEditor(() => scheduleStatusUpdate(0)),
     vscode.languages.onDidChangeDiagnostics((e) => {
       const active = vscode.window.activeTextEditor?.document.uri.toString();
@@ -63,6 +96,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     { dispose: () => void stopClient() },
   );
 
+  watchPythonExtension(context);
   await start();
 }
 
@@ -100,7 +134,8 @@ function expandVariables(value: string): string {
   return v;
 }
 
-/** `horovodize.interpreter`, else the Python extension's interpreter, else `python3`. */
+/** `horovodize.interpreter`, else the Python extension's selected interpreter, else `python3`.
+ * (An explicit setting wins, as in ruff's extension and the Python-tools template.) */
 async function resolveInterpreter(): Promise<{ path: string; source: string }> {
   const configured = (config().get<string>('interpreter') ?? '').trim();
   if (configured) {
@@ -123,6 +158,14 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
     const api: any = ext.isActive ? ext.exports : await ext.activate();
     const resource = workspaceResource();
     const env = api?.environments?.getActiveEnvironmentPath?.(resource);
+    if (env && api?.environments?.resolveEnvironment) {
+      // `path` may be an environment folder (conda); the resolved executable is the interpreter.
+      const resolved = await api.environments.resolveEnvironment(env);
+      const exe = resolved?.executable?.uri?.fsPath;
+      if (typeof exe === 'string' && exe.length > 0) {
+        return exe;
+      }
+    }
     if (env && typeof env.path === 'string' && env.path.length > 0) {
       return env.path;
     }
@@ -137,11 +180,37 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
   return undefined;
 }
 
-function checkImportable(interpreter: string): Promise<string | undefined> {
+/** Restart when the interpreter selected in the Python extension changes (no explicit setting). */
+function watchPythonExtension(context: vscode.ExtensionContext): void {
+  const ext = vscode.extensions.getExtension('ms-python.python');
+  if (!ext) {
+    return;
+  }
+  void Promise.resolve(ext.isActive ? ext.exports : ext.activate()).then(
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    (api: any) => {
+      const event = api?.environments?.onDidChangeActiveEnvironmentPath;
+      if (typeof event === 'function') {
+        context.subscriptions.push(
+          event(() => {
+            if (!(config().get<string>('interpreter') ?? '').trim()) {
+              output.appendLine('The Python extension selected another interpreter.');
+              void restart();
+            }
+          }),
+        );
+      }
+    },
+    (err: unknown) => output.appendLine(`The Python extension did not activate: ${String(err)}`),
+  );
+}
+
+/** Runs `interpreter -c code`; undefined on success, else the last stderr line. */
+function probe(interpreter: string, code: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     cp.execFile(
       interpreter,
-      ['-c', 'import horovodize'],
+      ['-c', code],
       { timeout: 30000, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
       (err, _stdout, stderr) => {
         if (!err) {
@@ -155,26 +224,61 @@ function checkImportable(interpreter: string): Promise<string | undefined> {
   });
 }
 
-function shellQuote(s: string): string {
-  return /^[A-Za-z0-9_./:@%+=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+const PY310 =
+  'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "needs Python >= 3.10, this is %d.%d" % sys.version_info[:2])';
+
+async function reportBadInterpreter(interpreter: string, detail: string, fromEnvironment: boolean): Promise<void> {
+  const bundled = 'Use the bundled server';
+  const select = 'Select interpreter';
+  const settings = 'Open settings';
+  const actions = fromEnvironment ? [bundled, settings] : [select, settings];
+  const what = fromEnvironment
+    ? `the package 'horovodize' cannot be imported with ${interpreter} (${detail}), and "horovodize.importStrategy" is "fromEnvironment"`
+    : `cannot start the language server with ${interpreter} (${detail})`;
+  const choice = await vscode.window.showErrorMessage(`Horovodize: ${what}.`, ...actions);
+  if (choice === bundled) {
+    await config().update('importStrategy', 'useBundled', vscode.ConfigurationTarget.Global);
+  } else if (choice === select) {
+    if (vscode.extensions.getExtension('ms-python.python')) {
+      await vscode.commands.executeCommand('python.setInterpreter');
+    } else {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'horovodize.interpreter');
+    }
+  } else if (choice === settings) {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'horovodize.');
+  }
 }
 
-async function reportNotImportable(interpreter: string, detail: string): Promise<void> {
-  const install = 'Install horovodize';
-  const settings = 'Open settings';
-  const choice = await vscode.window.showErrorMessage(
-    `Horovodize: the package 'horovodize' cannot be imported with ${interpreter} (${detail}). ` +
-      'Install it into that interpreter or set "horovodize.interpreter".',
-    install,
-    settings,
-  );
-  if (choice === install) {
-    const term = vscode.window.createTerminal({ name: 'Install horovodize' });
-    term.show();
-    term.sendText(`${shellQuote(interpreter)} -m pip install horovodize`);
-  } else if (choice === settings) {
-    await vscode.commands.executeCommand('workbench.action.openSettings', 'horovodize.interpreter');
+/** The server command: `horovodize.path`, else the interpreter with the bundled server or its own horovodize. */
+async function serverLaunch(
+  interpreter: string,
+  serverArgs: string[],
+): Promise<{ command: string; args: string[] } | undefined> {
+  const exe = (config().get<string>('path') ?? '').trim();
+  if (exe) {
+    output.appendLine(`Server: ${exe} (setting horovodize.path)`);
+    return { command: expandVariables(exe), args: ['serve', ...serverArgs] };
   }
+  if (config().get<string>('importStrategy') === 'fromEnvironment') {
+    const problem = await probe(interpreter, 'import horovodize');
+    if (problem !== undefined) {
+      output.appendLine(`'import horovodize' failed with ${interpreter}: ${problem}`);
+      setStatusError('horovodize is not installed for the selected interpreter');
+      void reportBadInterpreter(interpreter, problem, true);
+      return undefined;
+    }
+    output.appendLine(`Server: the horovodize installed in ${interpreter} (importStrategy fromEnvironment)`);
+    return { command: interpreter, args: ['-m', 'horovodize', 'serve', ...serverArgs] };
+  }
+  const problem = await probe(interpreter, PY310);
+  if (problem !== undefined) {
+    output.appendLine(`${interpreter} cannot run the bundled server: ${problem}`);
+    setStatusError(`${interpreter} cannot run the language server`);
+    void reportBadInterpreter(interpreter, problem, false);
+    return undefined;
+  }
+  output.appendLine(`Server: bundled (${path.join(extensionPath, 'bundled', 'libs')})`);
+  return { command: interpreter, args: [path.join(extensionPath, 'bundled', 'tool', 'server.py'), ...serverArgs] };
 }
 
 // ---------------------------------------------------------------- lifecycle
@@ -193,18 +297,17 @@ async function doStart(): Promise<void> {
   const interpreter = await resolveInterpreter();
   const serverArgs = (config().get<string[]>('serverArgs') ?? []).filter((s) => typeof s === 'string');
   output.appendLine(`Interpreter: ${interpreter.path} (${interpreter.source})`);
+  interpreterInUse = interpreter;
+  doctorReport = undefined;
+  reportChanged.fire(REPORT_URI);
 
-  const problem = await checkImportable(interpreter.path);
-  if (problem !== undefined) {
-    output.appendLine(`'import horovodize' failed with ${interpreter.path}: ${problem}`);
-    setStatusError('horovodize is not installed for the selected interpreter');
-    void reportNotImportable(interpreter.path, problem);
+  const launch = await serverLaunch(interpreter.path, serverArgs);
+  if (!launch) {
     return;
   }
-
   const serverOptions: ServerOptions = {
-    command: interpreter.path,
-    args: ['-m', 'horovodize', 'serve', ...serverArgs],
+    command: launch.command,
+    args: launch.args,
     transport: TransportKind.stdio,
     options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
   };
@@ -213,13 +316,18 @@ async function doStart(): Promise<void> {
       { scheme: 'file', language: 'python' },
       { scheme: 'untitled', language: 'python' },
     ],
-    initializationOptions: { select: selectedRules() },
+    initializationOptions: { select: selectedRules(), python: interpreter.path },
     outputChannel: output,
     traceOutputChannel: output,
   };
 
-  output.appendLine(`Starting: ${interpreter.path} ${serverOptions.args?.join(' ')}`);
+  output.appendLine(`Starting: ${launch.command} ${launch.args.join(' ')}`);
   const c = new LanguageClient(SECTION, 'Horovodize', serverOptions, clientOptions);
+  c.onNotification(DOCTOR, (report: DoctorReport) => {
+    if (client === c) {
+      setDoctorReport(report);
+    }
+  });
   c.onDidChangeState((e) => {
     if (e.newState === State.Stopped) {
       setStatusError('server stopped');
@@ -272,6 +380,8 @@ async function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promi
   // vscode-languageclient itself.
   if (
     e.affectsConfiguration(`${SECTION}.interpreter`) ||
+    e.affectsConfiguration(`${SECTION}.importStrategy`) ||
+    e.affectsConfiguration(`${SECTION}.path`) ||
     e.affectsConfiguration(`${SECTION}.serverArgs`) ||
     e.affectsConfiguration(`${SECTION}.select`)
   ) {
@@ -330,6 +440,70 @@ function errorMessage(err: unknown): string {
   return String(err);
 }
 
+// ---------------------------------------------------------------- stack doctor
+
+function setDoctorReport(report: DoctorReport): void {
+  doctorReport = report;
+  output.appendLine(`Stack doctor: ${report.summary}`);
+  reportChanged.fire(REPORT_URI);
+  updateStackItem();
+}
+
+function reportText(): string {
+  const where = interpreterInUse ? `Interpreter: ${interpreterInUse.path} (${interpreterInUse.source})\n\n` : '';
+  if (!doctorReport) {
+    return `${where}The stack doctor is still running (it loads TensorFlow through horovodrun --check-build).\n`;
+  }
+  return `${where}${doctorReport.text}`;
+}
+
+function updateStackItem(): void {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== 'python' || !interpreterInUse) {
+    stackItem.hide();
+    return;
+  }
+  const who = `${interpreterInUse.path} (${interpreterInUse.source})`;
+  if (!doctorReport) {
+    stackItem.text = '$(sync~spin) Horovod stack';
+    stackItem.tooltip = `Horovodize: checking TensorFlow, Keras and Horovod in ${who}…`;
+  } else if (doctorReport.ready) {
+    const warnings = doctorReport.findings.filter((f) => f.severity === 'warning').length;
+    stackItem.text = warnings ? '$(warning) Horovod stack: ready' : '$(pass) Horovod stack: ready';
+    stackItem.tooltip =
+      `Horovodize stack doctor for ${who}:\n${doctorReport.summary}` +
+      `${warnings ? ` (${warnings} warning(s))` : ''}\nClick for the full report.`;
+  } else {
+    const icon = doctorReport.verdict === 'cannot inspect' ? 'error' : 'warning';
+    stackItem.text = `$(${icon}) Horovod stack: ${doctorReport.verdict}`;
+    stackItem.tooltip = `Horovodize stack doctor for ${who}:\n${doctorReport.summary}\nClick for the full report with the fixes.`;
+  }
+  stackItem.show();
+}
+
+async function showDoctorReport(): Promise<void> {
+  if (!doctorReport) {
+    const c = await runningClient();
+    if (c) {
+      await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: 'Horovodize: checking the stack' },
+        async () => {
+          try {
+            const report = await c.sendRequest(DoctorRequest, {});
+            if (report) {
+              setDoctorReport(report);
+            }
+          } catch (err) {
+            output.appendLine(`${DOCTOR} failed: ${errorMessage(err)}`);
+          }
+        },
+      );
+    }
+  }
+  const doc = await vscode.workspace.openTextDocument(REPORT_URI);
+  await vscode.window.showTextDocument(doc, { preview: false });
+}
+
 // ---------------------------------------------------------------- status bar
 
 function scheduleStatusUpdate(delayMs: number): void {
@@ -352,6 +526,7 @@ function setStatusError(reason: string): void {
 async function updateStatus(): Promise<void> {
   const seq = ++statusSeq;
   const editor = vscode.window.activeTextEditor;
+  updateStackItem();
   if (!editor || editor.document.languageId !== 'python') {
     statusItem.hide();
     return;
