@@ -6,6 +6,7 @@ Requires: env (import aliases, top-of-file block), loop (which Horovod module).
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from .. import nodes as N
@@ -100,12 +101,25 @@ def _cuda_visible_devices(ctx: RuleContext) -> Iterator[Finding]:
         code = target.get_code(include_prefix=False).replace(" ", "")
         if not any(code in (f"{o}.environ['CUDA_VISIBLE_DEVICES']", f'{o}.environ["CUDA_VISIBLE_DEVICES"]') for o in os_names):
             continue
+        if _forces_cpu(parts[1]):
+            continue      # "-1" / "": the user runs on the CPU on purpose; every rank should too
         if ctx.blocked("HVD003", node):
             continue
         edit = _delete_statement(ctx, node)
         if edit is not None:
             yield finding(ctx, "HVD003", node, "CUDA_VISIBLE_DEVICES is set by hand; Horovod pins one GPU per rank",
                           Fix(RULES["HVD003"][1], [edit]))
+
+
+def _forces_cpu(value) -> bool:
+    """``"-1"`` or ``""``: no GPU visible at all (not a hand-picked GPU)."""
+    if value.type != "string":
+        return False
+    try:
+        text = ast.literal_eval(value.get_code(include_prefix=False))
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(text, str) and text.strip() in ("", "-1")
 
 
 def _delete_statement(ctx: RuleContext, small) -> Edit | None:
