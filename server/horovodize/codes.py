@@ -19,6 +19,7 @@ LOOPS = {
     "HVD100": ("gradient-tape-loop", "single-GPU GradientTape training loop detected"),
     "HVD101": ("keras-fit-loop", "single-GPU optimizer detected: Keras fit training loop"),
     "HVD102": ("estimator-loop", "single-GPU Estimator training detected"),
+    "HVD103": ("session-loop", "single-GPU Session training detected"),
 }
 RESTRICTIONS = {
     "HVD-R1": ("imports-at-top", "all imports at the top of the module"),
@@ -36,6 +37,9 @@ RESTRICTIONS = {
     "HVD-T3": ("one-loop-per-model", "one model has one kind of training loop"),
     "HVD-T4": ("functions-not-values", "functions are not assigned to variables or passed as arguments"),
     "HVD-T5": ("unconditional-loop", "the training loop is not defined conditionally"),
+    "HVD-S1": ("session-traceable", "the session that runs the training step can be told from the code"),
+    "HVD-S2": ("session-initialized", "the training session runs its variables' initializer (or a restore) where it is created"),
+    "HVD-S3": ("session-step-count", "the training step runs in `for _ in range(n)` or `while not sess.should_stop()`"),
 }
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import codes, restrictions
 from .env import Env, build_env
+from .hvd_facts import HINTS_WHEN_DISTRIBUTED, HvdFacts
 from .loop import LOOP_CODES, Summary, summarize
 from .rules import RULE_MODULES
 from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
@@ -32,6 +33,7 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     setup: Finding | None = None
     internal_errors: list[str] = field(default_factory=list)
+    facts: HvdFacts | None = None                   # what the program already does with Horovod
 
     @property
     def rule_sites(self) -> list[Finding]:
@@ -48,7 +50,13 @@ class Analysis:
         """Every rule site's primary fix, and the set-up once."""
         edits: list[Edit] = []
         sites = self.rule_sites
-        if self.setup is not None and sites:
+        if self.facts is not None and self.facts.uses_horovod:
+            # hints (an unguarded print, progress on every rank) stay individual quick fixes:
+            # a program already distributed by hand gets only what it misses
+            sites = [f for f in sites if f.code not in HINTS_WHEN_DISTRIBUTED]
+            if not any(f.fix.needs_setup for f in sites if f is not self.setup):
+                sites = [f for f in sites if f is not self.setup]
+        if self.setup is not None and self.setup in sites:
             edits += self.setup.fix.edits
         for f in sites:
             if f is not self.setup:
@@ -72,7 +80,9 @@ def _without_overlaps(edits: list[Edit]) -> list[Edit]:
     """Sort stably by position and drop an edit that overlaps an earlier one."""
     out: list[Edit] = []
     last = -1
-    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+    # at one offset, whole inserted lines go before text inserted into the line there (a set-up
+    # line must not land after the `if hvd.rank() == 0: ` guard put before that line's statement)
+    for e in sorted(edits, key=lambda e: (e.start, e.end, not (e.start == e.end and e.new_text.endswith(("\n", "\r"))))):
         if e.start < last or (out and e == out[-1]):
             continue
         out.append(e)
@@ -109,7 +119,8 @@ def _run(analysis: Analysis) -> None:
         return  # not a TensorFlow program
     summary = analysis.summary = summarize(env)
     problems = restrictions.check(env, summary)
-    ctx = RuleContext(source, env, summary, restrictions.Blocker(problems))
+    facts = analysis.facts = HvdFacts(env)
+    ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts)
     findings: list[Finding] = []
     for module in RULE_MODULES:
         try:
@@ -118,7 +129,7 @@ def _run(analysis: Analysis) -> None:
             log.exception("rule module %s failed", module.__name__)
             analysis.internal_errors.append(traceback.format_exc())
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
-    if analysis.setup is None and not env.horovod():
+    if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)
     findings += _loop_findings(source, summary)
     findings += _restriction_findings(source, problems)

@@ -723,8 +723,11 @@ def _bind_module(env: Env, local: str, full: str, node) -> None:
     if full.split(".")[0] not in MODULE_ROOTS:
         return
     env.aliases[local] = full
-    if full.startswith("horovod.tensorflow"):
-        env.hvd_name, env.hvd_module = local, full
+    if full.startswith("horovod"):
+        # only a module can be written as ``hvd.size()`` (``from horovod.tensorflow import
+        # broadcast_variables`` binds a function); see hvd_facts for every other form
+        if full in ("horovod.tensorflow", "horovod.tensorflow.keras", "horovod.keras") and env.hvd_name is None:
+            env.hvd_name, env.hvd_module = local, full
         return
     c = canonical(full)
     if c == "tensorflow":

@@ -32,11 +32,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import nodes as N
+from . import session as graph_mode
 from .gradflow import is_training_tape
 from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
+SESSION = "Session"            # TF1 graph mode: a train op run in a Session
 LOOP_CODES = {TAPE: "HVD100", FIT: "HVD101", ESTIMATOR: "HVD102"}
+LOOP_CODES[SESSION] = "HVD103"
 BOTTOM: frozenset = frozenset()
 KERAS_STEP_METHODS = ("train_step",)     # Keras runs these inside fit
 
@@ -108,6 +111,7 @@ class Summary:
     env: dict = field(default_factory=dict)        # σ after the module: name -> summary
     scopes: dict = field(default_factory=dict)     # funcdef -> {name: summary} of its body
     module_tl: frozenset = BOTTOM                  # ⊔ of the module's own statements
+    graph: object = None                           # TF1 graph-mode facts (session.Graph)
 
     @property
     def estimator(self) -> bool:
@@ -144,6 +148,8 @@ class _Summarizer:
     def __init__(self, env: Env):
         self.env = env
         idx = env.index
+        self.graph = graph_mode.analyze(env)
+        self.train_runs = {id(r.call.node): r for r in self.graph.runs}
         self.memo: dict[int, frozenset] = {}
         # (by_method lists a call under its method, or its callee when it has none)
         self.compiled = {c.receiver_dotted() for c in idx.by_method.get("compile", ()) if c.method == "compile"}
@@ -209,6 +215,8 @@ class _Summarizer:
     def direct_kind(self, call: N.Call) -> str | None:
         """The seeds' summary_E for the calls that start a loop themselves."""
         env, method = self.env, call.method
+        if method == "run" and id(call.node) in self.train_runs:
+            return SESSION
         q = env.callee_qualname(call)
         if q == "tensorflow.GradientTape":
             b = env.binding_for_value(call.node)
@@ -330,13 +338,14 @@ def summarize(env: Env) -> Summary:
     if not kinds:
         kinds = frozenset(site.kind for site in sites)
     sigma, scopes = _environment(env, s, functions)
-    return Summary(kinds, functions, sites, _hvd_module(env, kinds), sigma, scopes, module_tl)
+    return Summary(kinds, functions, sites, _hvd_module(env, kinds), sigma, scopes, module_tl,
+                   graph=s.graph)
 
 
 def _hvd_module(env: Env, kinds: frozenset) -> str:
     if env.horovod():
         return env.hvd_module
-    if TAPE in kinds or ESTIMATOR in kinds or env.tf1:
+    if TAPE in kinds or ESTIMATOR in kinds or SESSION in kinds or env.tf1:
         return "horovod.tensorflow"
     if FIT in kinds:
         return "horovod.tensorflow.keras"
@@ -460,6 +469,7 @@ def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
         elif (call.method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator")) or \
                 env.callee_qualname(call) == "tensorflow.estimator.train_and_evaluate":
             sites.append(_estimator_site(env, s, call))
+    sites += _session_sites(env, s)
     sites.sort(key=lambda site: site.node.start_pos)
     return sites
 
@@ -508,3 +518,21 @@ def _estimator_site(env: Env, s: _Summarizer, call: N.Call) -> LoopSite:
                 if ob.role == "optimizer" and ob.scope is model_fn:
                     site.related.append((ob.stmt, f"optimizer `{ob.name}` is created here"))
     return site
+
+
+def _session_sites(env: Env, s: _Summarizer) -> list[LoopSite]:
+    """HVD103: each ``sess.run`` that fetches a train op, with the session and the train op."""
+    out = []
+    hvd_done = env.horovod() and bool(s.hvd_calls.get("DistributedOptimizer") or s.hvd_calls.get(
+        "BroadcastGlobalVariablesHook") or env.index.by_method.get("broadcast_global_variables"))
+    for run in s.graph.runs:
+        fn = N.enclosing(run.call.node, {"funcdef"})
+        site = LoopSite(SESSION, run.call.node, fn, s.driver(run.call.node, fn), distributed=hvd_done)
+        if run.session is not None:
+            what = "monitored session" if run.session.kind == "monitored" else "session"
+            site.related.append((run.session.call.node, f"the {what} `{run.session.name or 'session'}` is created here"))
+        for name, op in s.graph.train_ops.items():
+            if any(n.type == "name" and n.value == name for n in N.walk(run.call.trailer)):
+                site.related.append((op.node, f"`{name}` is the train op this step runs"))
+        out.append(site)
+    return out

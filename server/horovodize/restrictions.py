@@ -47,7 +47,7 @@ from .env import (
     is_name_use,
 )
 from .callables import is_higher_order
-from .loop import ESTIMATOR, FIT, TAPE, Summary
+from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
 
 TAPE_RULES = ("HVD020", "HVD021")
 FIT_RULES = ("HVD050", "HVD051")
@@ -71,6 +71,7 @@ HORO = ("tensorflow", "keras", "tf_keras", "horovod")
 
 def check(env: Env, summary: Summary) -> list[Problem]:
     problems = list(env.problems)
+    problems += summary.graph.problems if summary.graph is not None else []   # HVD-S1..S3
     for fn in (_r1_imports, _r4_prints, _r8_apply_gradients, _t1_other_files, _t2_loop_type,
                _t3_mixed, _t4_functions_as_values, _t5_conditional):
         problems += fn(env, summary)
@@ -398,7 +399,7 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
                                f"`{call.callee_dotted()}` already distributes training another way; "
                                "it is neither a distributed-tape nor a distributed-optimizer loop",
                                ALL_LOOP_RULES, region=env.source.module))
-        elif call.method == "minimize" and ESTIMATOR not in summary.kinds:
+        elif call.method == "minimize" and ESTIMATOR not in summary.kinds and SESSION not in summary.kinds:
             b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
             if b is None:
                 continue

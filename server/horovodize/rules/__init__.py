@@ -9,6 +9,10 @@ from . import data_shard, estimator, gradient_tape, keras_fit, optimizer, rank0_
 
 RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, keras_fit, estimator)
 
+from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
+
+RULE_MODULES = RULE_MODULES + (tf1_session,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -57,12 +57,14 @@ class Finding:
 class RuleContext:
     """What a rule may read: the source, σ, the loop summary, the blocked sites."""
 
-    def __init__(self, source: Source, env: "Env", summary: "Summary", blocked):
+    def __init__(self, source: Source, env: "Env", summary: "Summary", blocked, facts=None):
+        from ..hvd_facts import HvdFacts
         self.source = source
         self.env = env
         self.summary = summary
         self._blocked = blocked          # callable(code, node, binding) -> bool
-        self.hvd = env.hvd_name or "hvd"
+        self.facts: HvdFacts = facts if facts is not None else HvdFacts(env)   # what Horovod already does
+        self.hvd = self.facts.module_name or env.hvd_name or "hvd"
 
     def blocked(self, code: str, node, binding=None) -> bool:
         return self._blocked(code, node, binding)

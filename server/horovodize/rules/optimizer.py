@@ -25,7 +25,8 @@ RULES = {
 
 def wraps_optimizer(ctx: RuleContext) -> bool:
     """Keras-fit and TF1 programs average gradients in the optimizer, tape programs in the tape."""
-    return ctx.summary.hvd_module.endswith("keras") or ctx.summary.estimator or ctx.env.tf1
+    return ctx.summary.hvd_module.endswith("keras") or ctx.summary.estimator or ctx.env.tf1 \
+        or "Session" in ctx.summary.kinds          # TF1 graph mode (loop.SESSION)
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:

@@ -38,6 +38,10 @@ def setup_code(ctx: RuleContext) -> str:
     lines += [
         f"import {ctx.summary.hvd_module} as hvd",
         "hvd.init()",
+    ]
+    if "Session" in ctx.summary.kinds:     # graph mode pins in the session config (HVD070)
+        return "\n".join(lines)
+    lines += [
         f"gpus = {tf}.config.experimental.list_physical_devices('GPU')",
         "for gpu in gpus:",
         f"{unit}{tf}.config.experimental.set_memory_growth(gpu, True)",

@@ -1,0 +1,641 @@
+"""Horovod facts: what a program already does with Horovod, computed once per analysis.
+
+Rules ask these facts instead of matching text, so a program that is already distributed
+(in any import style: ``import horovod.keras as hvd``, ``from horovod import tensorflow as
+hvd``, ``from horovod.tensorflow import DistributedGradientTape``) gets no second set-up, no
+second scaling, no second broadcast, and its edits use its own module name.
+
+Requires: env (aliases, index of calls/assignments, scopes, call targets). Read by rules,
+the engine (whole-file fix) and the misuse diagnostics (HVD200-HVD208).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import nodes as N
+from .env import Env, canonical, import_bindings, is_main_guard
+
+# Importable Horovod modules a program may use as "hvd" (edits are written against one).
+HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
+SIZE_APIS = frozenset({"size", "local_size", "cross_size"})
+RANK_APIS = frozenset({"rank", "local_rank", "cross_rank"})
+# API calls that need a running Horovod (hvd.init() first).
+NEEDS_INIT = frozenset({
+    "size", "rank", "local_rank", "local_size", "cross_rank", "cross_size", "allreduce", "grouped_allreduce",
+    "allgather", "broadcast", "broadcast_variables", "broadcast_global_variables", "broadcast_object",
+    "alltoall", "join", "is_homogeneous", "mpi_threads_supported",
+})
+BROADCASTS = frozenset({
+    "callbacks.BroadcastGlobalVariablesCallback", "BroadcastGlobalVariablesHook", "broadcast_variables",
+    "broadcast_global_variables", "broadcast", "broadcast_object",
+    # elastic states broadcast the model and optimizer from rank 0 on every (re)start
+    "elastic.TensorFlowKerasState", "elastic.KerasState", "elastic.TensorFlowState", "elastic.ObjectState",
+})
+AVERAGING = frozenset({"DistributedOptimizer", "DistributedGradientTape", "allreduce", "grouped_allreduce",
+                       "PartialDistributedGradientTape", "PartialDistributedOptimizer"})
+KERAS_CALLBACKS = "tensorflow.keras.callbacks."
+STEERING = frozenset({"EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "TerminateOnNaN"})
+WRITING = frozenset({"ModelCheckpoint", "TensorBoard", "CSVLogger", "BackupAndRestore"})
+LAUNCHERS = ("horovod.run", "tensorflow.app.run", "absl.app.run")
+
+
+@dataclass
+class CallbackEntry:
+    """One callback that ends up in a ``fit(callbacks=...)`` list."""
+
+    node: object            # the callback expression (element of a list, argument of append)
+    kind: str               # broadcast | metric_average | steering | writing | horovod | other
+    guarded: bool           # only rank 0 gets it (appended under a rank guard, or a rank ternary)
+    stmt: object = None     # the statement adding it, when built over several statements
+    rank_specific: bool = False   # its arguments depend on the rank (per-rank log dirs)
+
+
+@dataclass
+class CallbackList:
+    entries: list[CallbackEntry] = field(default_factory=list)
+    literals: list = field(default_factory=list)    # list displays that build it (first = the base)
+    complete: bool = True                           # every contribution was understood
+
+
+class HvdFacts:
+    """Horovod facts of one analysed file (see the module docstring)."""
+
+    def __init__(self, env: Env):
+        self.env = env
+        self.locals: dict[str, str] = {}        # local name -> full horovod dotted path
+        self.imports: list = []                 # the import statements that bind Horovod
+        self.module_name: str | None = None     # the program's Horovod module as written ("hvd")
+        self.module: str | None = None          # its full name ("horovod.tensorflow.keras")
+        self._collect_imports()
+        self.api_calls: dict[str, list[N.Call]] = {}
+        self._api_of: dict[int, str] = {}
+        if self.locals:
+            for call, _owner in env.index.calls:
+                api = self._api(call)
+                if api is not None:
+                    self._api_of[id(call.node), call.index] = api
+                    self.api_calls.setdefault(api, []).append(call)
+        self._assigns: dict[tuple[str, int], list] | None = None
+        self._memo: dict = {}
+
+    # -- imports -----------------------------------------------------------------------
+    def _collect_imports(self) -> None:
+        for node in self.env.imports:
+            found = False
+            if node.type == "import_name":
+                for dotted_node, alias in _import_names(node):
+                    full = dotted_node.get_code(include_prefix=False).replace(" ", "")
+                    if not full.startswith("horovod"):
+                        continue
+                    found = True
+                    if alias:
+                        self.locals[alias] = full
+                        self._module_candidate(alias, full, node)
+                    else:                       # ``import horovod.tensorflow``: used as written
+                        self.locals.setdefault(full.split(".")[0], full.split(".")[0])
+                        self._module_candidate(full, full, node)
+            else:
+                for local, full in import_bindings(node):
+                    if full.startswith("horovod"):
+                        found = True
+                        self.locals[local] = full
+                        self._module_candidate(local, full, node)
+            if found:
+                self.imports.append(node)
+
+    def _module_candidate(self, local: str, full: str, node) -> None:
+        if full not in HVD_MODULES:
+            return
+        # the first module import at module level wins (a keras one over a plain one)
+        top = N.func_scope_of(node).type == "file_input"
+        better = self.module_name is None or (top and not self._module_top) or (
+            top == self._module_top and full.endswith("keras") and not self.module.endswith("keras"))
+        if better:
+            self.module_name, self.module, self._module_top = local, full, top
+
+    _module_top = False
+
+    @property
+    def uses_horovod(self) -> bool:
+        return bool(self.locals)
+
+    @property
+    def keras_flavour(self) -> bool:
+        return bool(self.module and self.module.endswith("keras"))
+
+    # -- API calls ---------------------------------------------------------------------
+    def _api(self, call: N.Call) -> str | None:
+        d = call.callee_dotted()
+        if d is None:
+            return None
+        root, _, rest = d.partition(".")
+        full = self.locals.get(root)
+        if full is None:
+            return None
+        return api_name(full + ("." + rest if rest else ""))
+
+    def api(self, call: N.Call) -> str | None:
+        """The Horovod API a call reaches (``init``, ``size``, ``DistributedOptimizer``,
+        ``callbacks.BroadcastGlobalVariablesCallback``, ``elastic.run``, ``run``), else None."""
+        return self._api_of.get((id(call.node), call.index))
+
+    def calls(self, *apis: str) -> list[N.Call]:
+        out = [c for a in apis for c in self.api_calls.get(a, ())]
+        return sorted(out, key=lambda c: c.node.start_pos) if len(apis) > 1 else out
+
+    def api_of_node(self, node) -> str | None:
+        call = N.as_call(node)
+        return self.api(call) if call is not None else None
+
+    @property
+    def init_calls(self) -> list[N.Call]:
+        return self.calls("init")
+
+    @property
+    def averages_gradients(self) -> bool:
+        return any(self.api_calls.get(a) for a in AVERAGING)
+
+    @property
+    def broadcasts(self) -> list[N.Call]:
+        return self.calls(*BROADCASTS)
+
+    @property
+    def elastic(self) -> bool:
+        return any(a.startswith("elastic.") for a in self.api_calls)
+
+    def tape_wrapped(self, tape_name: str, scope) -> bool:
+        """The tape is given to ``DistributedGradientTape`` (or gradients are allreduced) in `scope`."""
+        for call in self.calls("DistributedGradientTape", "PartialDistributedGradientTape"):
+            arg = call.positional(0) or call.keyword("gradtape")
+            if arg is not None and N.dotted(arg.value) == tape_name and N.func_scope_of(call.node) is scope:
+                return True
+        return any(N.func_scope_of(c.node) is scope for c in self.calls("allreduce", "grouped_allreduce"))
+
+    def optimizer_wrapped(self, name: str | None, value=None) -> bool:
+        """``DistributedOptimizer(<name>)`` anywhere, or the optimizer built inside one."""
+        for call in self.calls("DistributedOptimizer", "PartialDistributedOptimizer"):
+            arg = call.positional(0) or call.keyword("optimizer")
+            if arg is None:
+                continue
+            if (name and N.dotted(arg.value) == name) or (value is not None and arg.value is value):
+                return True
+        if value is not None:
+            outer = N.call_with_argument(value)
+            if outer is not None and self.api(outer) in ("DistributedOptimizer", "PartialDistributedOptimizer"):
+                return True
+        return False
+
+    # -- dataflow ----------------------------------------------------------------------
+    def assignments(self, name: str, at) -> list:
+        """(statement, value, augmented operator or '') assigning `name`, in the innermost
+        scope that assigns it, seen from `at`. Tuple targets and ``+=`` count."""
+        if self._assigns is None:
+            self._assigns = {}
+            for stmt, _owner in self.env.index.assignments:
+                for target, value, op in _assign_items(stmt):
+                    for leaf in _target_names(target):
+                        scope = _scope_for_target(leaf, stmt)
+                        self._assigns.setdefault((leaf, id(scope)), []).append((stmt, value, op))
+        if name.startswith("self."):
+            cls = N.enclosing(at, {"classdef"})
+            return self._assigns.get((name, id(cls)), []) if cls is not None else []
+        for scope in self.env.scopes_for(at):
+            found = self._assigns.get((name, id(scope)))
+            if found:
+                return found
+            if scope.type == "funcdef" and name in self.env.param_names(scope):
+                return [(None, arg, "") for arg in self._param_values(scope, name)]
+        return []
+
+    def _param_values(self, fn, name: str) -> list:
+        """The argument expressions callers pass for parameter `name` (and its default)."""
+        out = []
+        try:
+            params = fn.get_params()
+        except Exception:  # noqa: BLE001 - error-recovered signature
+            return out
+        names = [p.name.value for p in params]
+        pos = names.index(name)
+        default = params[pos].default
+        if default is not None:
+            out.append(default)
+        bound = self.env.is_method(fn)
+        for call in self.env.callers(fn):
+            arg = call.keyword(name)
+            if arg is None and not call.has_star():
+                arg = call.positional(pos - (1 if bound else 0))
+            if arg is not None:
+                out.append(arg.value)
+        return out
+
+    def flows_from(self, node, apis: frozenset, at=None) -> bool:
+        """Some value flowing into `node` (names, arithmetic, calls, function arguments) is a
+        call of one of the Horovod `apis`."""
+        return self.factor(node, apis, at) != 0 or self._any(node, apis, at, set())
+
+    def _any(self, node, apis, at, seen) -> bool:
+        for n in N.walk(node):
+            call = N.as_call(n) if n.type in ("atom_expr", "power") else None
+            if call is not None and self.api(call) in apis:
+                return True
+            if n.type == "name" and _is_load(n):
+                name = _dotted_at(n)
+                key = (name, id(N.func_scope_of(n)))
+                if key in seen:
+                    continue
+                seen.add(key)
+                for _stmt, value, _op in self.assignments(name, n):
+                    if value is not None and self._any(value, apis, value, seen):
+                        return True
+        return False
+
+    def contains_size(self, node) -> bool:
+        return self.flows_from(node, SIZE_APIS)
+
+    def rank_dependent(self, node) -> bool:
+        return self.flows_from(node, RANK_APIS)
+
+    def mentions_horovod(self, node) -> bool:
+        """Any Horovod call flows into `node`."""
+        return self.uses_horovod and self._any(node, _AnyApi(), None, set())
+
+    def size_factor(self, node) -> int:
+        """How many times ``hvd.size()`` multiplies `node` along its dataflow (max over the
+        assignments a name may come from): 1 is scaled once, 2 twice."""
+        return self.factor(node, SIZE_APIS, None)
+
+    def factor(self, node, apis, at, depth: int = 0, seen: frozenset = frozenset()) -> int:
+        if node is None or depth > 12:
+            return 0
+        t = node.type
+        call = N.as_call(node) if t in ("atom_expr", "power") else None
+        if call is not None:
+            if self.api(call) in apis:
+                return 1
+            # float(x), tf.constant(x), max(x, ...): the factor of the arguments
+            return max((self.factor(a.value, apis, at, depth + 1, seen) for a in call.args), default=0)
+        if t == "name" or (t in ("atom_expr", "power") and N.dotted(node) and N.dotted(node).startswith("self.")):
+            name = N.dotted(node)
+            key = (name, id(N.func_scope_of(node)))
+            if key in seen or not _is_load(node if t == "name" else node.children[0]):
+                return 0
+            seen = seen | {key}
+            best, aug = 0, 0
+            for stmt, value, op in self.assignments(name, node):
+                if stmt is not None and stmt.start_pos > node.start_pos and N.func_scope_of(stmt) is N.func_scope_of(node) \
+                        and not _in_loop(node):
+                    continue     # assigned after this use
+                f = self.factor(value, apis, at, depth + 1, seen)
+                if op in ("*=",):
+                    aug += f
+                elif op in ("/=", "//="):
+                    aug -= f
+                else:
+                    best = max(best, f)
+            return best + aug
+        if t == "term":
+            total, sign = 0, 1
+            for child in node.children:
+                if child.type == "operator":
+                    sign = -1 if child.value in ("/", "//") else 1
+                    continue
+                total += sign * self.factor(child, apis, at, depth + 1, seen)
+            return total
+        if t == "atom" and node.children[0] == "(" and len(node.children) == 3:
+            return self.factor(node.children[1], apis, at, depth + 1, seen)
+        if t in ("arith_expr", "test", "factor", "power", "atom_expr"):
+            return max((self.factor(c, apis, at, depth + 1, seen) for c in node.children
+                        if c.type != "operator" and c.type != "keyword"), default=0)
+        return 0
+
+    # -- rank guards -------------------------------------------------------------------
+    def is_rank_test(self, test) -> bool:
+        return self.uses_horovod and self.rank_dependent(test)
+
+    def under_rank_guard(self, node) -> bool:
+        """`node` runs only on some ranks: inside an ``if`` (or a branch of it) whose test
+        depends on the rank, or after ``if hvd.rank() != 0: return`` in its function."""
+        if not self.uses_horovod:
+            return False
+        cur = node
+        while cur.parent is not None:
+            parent = cur.parent
+            if parent.type == "if_stmt" and cur.type == "suite":
+                if any(self.is_rank_test(c) for c in _if_tests(parent, cur)):
+                    return True
+            if parent.type == "suite" or parent.type == "file_input":
+                for sibling in parent.children:
+                    if sibling is cur:
+                        break
+                    if sibling.type == "if_stmt" and _returns_early(sibling) and self.is_rank_test(sibling.children[1]):
+                        return True
+            if parent.type in ("funcdef", "lambdef", "classdef"):
+                return False
+            cur = parent
+        return False
+
+    def guard_tests(self) -> list:
+        """Every ``if`` whose test depends on the rank."""
+        return [n for n in N.walk(self.env.source.module)
+                if n.type == "if_stmt" and self.is_rank_test(n.children[1])] if self.uses_horovod else []
+
+    # -- when init() runs --------------------------------------------------------------
+    def before_init(self, node) -> bool:
+        """`node` is module-level code that can run before any ``hvd.init()``: a launcher's
+        branch (``horovod.run(train)``), or code above the init statement. Functions are
+        judged where they run, so only module-level code is answered here."""
+        if not self.uses_horovod or not self.init_calls:
+            return False
+        if N.enclosing(node, {"funcdef", "lambdef", "classdef"}) is not None:
+            return False
+        for point in self._init_points():
+            if point.start_pos <= node.start_pos and self._same_path(point, node):
+                return False
+        return True
+
+    def _init_points(self) -> list:
+        """Module-level nodes after which init has run: init calls at module level, and
+        module-level calls of functions that (transitively) call init."""
+        if "init_points" in self._memo:
+            return self._memo["init_points"]
+        inits = self.init_calls
+        fns = {id(N.enclosing(c.node, {"funcdef"})) for c in inits}
+        fns.discard(id(None))
+        points = [c.node for c in inits if N.enclosing(c.node, {"funcdef", "lambdef"}) is None]
+        for _ in range(4):      # callers of init-calling functions, a few levels up
+            grew = False
+            for call, _owner in self.env.index.calls:
+                target = self.env.call_target(call)
+                if target is None or id(target) not in fns:
+                    continue
+                fn = N.enclosing(call.node, {"funcdef"})
+                if fn is None:
+                    if call.node not in points:
+                        points.append(call.node)
+                elif id(fn) not in fns:
+                    fns.add(id(fn))
+                    grew = True
+            if not grew:
+                break
+        self._memo["init_points"] = points
+        return points
+
+    @staticmethod
+    def _same_path(point, node) -> bool:
+        """`point` runs on every path that reaches `node`: `node` is in the same block as
+        one of `point`'s enclosing statements (not in another branch of an ``if``)."""
+        cur = point
+        blocks = []
+        while cur is not None:
+            if cur.type in ("suite", "file_input"):
+                blocks.append(cur)
+            cur = cur.parent
+        cur = node
+        while cur is not None:
+            if cur.type in ("suite", "file_input") and any(cur is b for b in blocks):
+                return True
+            cur = cur.parent
+        return False
+
+    def launcher_calls(self) -> list[N.Call]:
+        """``horovod.run(fn, ...)``, ``app.run(main)``: calls that start workers elsewhere."""
+        out = list(self.calls("run"))
+        for call, _owner in self.env.index.calls:
+            if call.method == "run" and (self.env.callee_qualname(call) or "") in LAUNCHERS[1:]:
+                out.append(call)
+        return out
+
+    # -- callbacks ---------------------------------------------------------------------
+    def callback_kind(self, node, at=None, depth: int = 0) -> str:
+        call = N.as_call(node)
+        if call is None:
+            name = N.dotted(node)
+            if name and depth < 3:
+                values = [v for _s, v, op in self.assignments(name, at or node) if not op and v is not None]
+                if len(values) == 1:
+                    return self.callback_kind(values[0], values[0], depth + 1)
+            return "other"
+        api = self.api(call)
+        if api == "callbacks.BroadcastGlobalVariablesCallback":
+            return "broadcast"
+        if api == "callbacks.MetricAverageCallback":
+            return "metric_average"
+        if api is not None:
+            return "horovod"
+        q = canonical(self.env.callee_qualname(call)) or ""
+        last = q.rsplit(".", 1)[-1] if q.startswith(KERAS_CALLBACKS) else ""
+        if last in STEERING:
+            return "steering"
+        if last in WRITING:
+            return "writing"
+        return "other"
+
+    def callback_list(self, value, at) -> CallbackList:
+        """The callbacks a ``fit(callbacks=<value>)`` gets, through names built over several
+        statements (``cbs = [...]``, ``cbs.append(x)`` under ``if hvd.rank() == 0:``,
+        ``cbs += [...]``, ``cbs if hvd.rank() == 0 else []``)."""
+        out = CallbackList()
+        self._collect_callbacks(value, at, out, guarded=False, depth=0)
+        return out
+
+    def _collect_callbacks(self, value, at, out: CallbackList, guarded: bool, depth: int) -> None:
+        if value is None or depth > 4:
+            out.complete = False
+            return
+        t = value.type
+        if t == "keyword" and value.value == "None":
+            return
+        if t == "atom" and value.children[0] in ("[", "("):
+            if value.children[0] == "[":
+                out.literals.append(value)
+            for el in _elements(value):
+                self._add_entry(el, out, guarded, None)
+            return
+        if t == "test":            # a if cond else b
+            rank = self.is_rank_test(value.children[2])
+            self._collect_callbacks(value.children[0], at, out, guarded or rank, depth + 1)
+            self._collect_callbacks(value.children[4], at, out, guarded or rank, depth + 1)
+            return
+        if t == "arith_expr":
+            for c in value.children:
+                if c.type != "operator":
+                    self._collect_callbacks(c, at, out, guarded, depth + 1)
+            return
+        call = N.as_call(value)
+        if call is not None and call.callee_dotted() in ("list", "tuple") and call.args:
+            self._collect_callbacks(call.args[0].value, at, out, guarded, depth + 1)
+            return
+        name = N.dotted(value)
+        if name is None:
+            out.complete = False
+            return
+        assigns = self.assignments(name, at)
+        if not assigns or any(s is None for s, _v, _o in assigns):
+            out.complete = False     # a parameter, or not built in this file
+            return
+        scope = N.func_scope_of(assigns[0][0])
+        for stmt, v, op in assigns:
+            if stmt.start_pos > at.start_pos and not _in_loop(at):
+                continue
+            g = guarded or self.under_rank_guard(stmt)
+            self._collect_callbacks(v, stmt, out, g, depth + 1)
+        for method in ("append", "extend", "insert"):
+            for call in self.env.index.by_method.get(method, ()):
+                if call.method != method or call.receiver_dotted() != name or N.func_scope_of(call.node) is not scope:
+                    continue
+                if call.node.start_pos > at.start_pos and not _in_loop(at):
+                    continue
+                stmt = N.statement_of(call.node)
+                g = guarded or self.under_rank_guard(call.node)
+                arg = call.positional(1 if method == "insert" else 0)
+                if arg is None:
+                    continue
+                if method == "extend":
+                    self._collect_callbacks(arg.value, call.node, out, g, depth + 1)
+                else:
+                    self._add_entry(arg.value, out, g, stmt)
+
+    def _add_entry(self, node, out: CallbackList, guarded: bool, stmt) -> None:
+        if node.type == "star_expr":
+            out.complete = False
+            return
+        call = N.as_call(node)
+        rank_specific = bool(call and any(self.rank_dependent(a.value) for a in call.args))
+        out.entries.append(CallbackEntry(node, self.callback_kind(node, node), guarded, stmt, rank_specific))
+
+
+class _AnyApi(frozenset):
+    """Membership test that accepts every Horovod API name."""
+
+    def __contains__(self, item) -> bool:
+        return item is not None
+
+
+def api_name(full: str) -> str | None:
+    """``horovod.tensorflow.keras.callbacks.X`` -> ``callbacks.X``; ``horovod.run`` -> ``run``."""
+    if not full.startswith("horovod"):
+        return None
+    rest = full[len("horovod"):].lstrip(".")
+    for prefix in ("tensorflow.keras.", "tensorflow.", "keras."):
+        if rest.startswith(prefix):
+            return rest[len(prefix):]
+    if rest in ("tensorflow", "tensorflow.keras", "keras"):
+        return ""
+    return rest
+
+
+def _import_names(node):
+    names = node.children[1]
+    items = names.children if names.type == "dotted_as_names" else [names]
+    out = []
+    for item in items:
+        if item.type == "dotted_as_name":
+            out.append((item.children[0], item.children[2].value))
+        elif item.type in ("name", "dotted_name"):
+            out.append((item, None))
+    return out
+
+
+def _assign_items(stmt):
+    """(target, value, op) of an assignment or augmented assignment statement."""
+    ch = stmt.children
+    parts = N.assign_parts(stmt)
+    if parts is not None:
+        targets, value = parts
+        return [(t, value, "") for t in targets]
+    if len(ch) == 3 and ch[1].type == "operator" and ch[1].value.endswith("=") and ch[1].value != "==":
+        return [(ch[0], ch[2], ch[1].value)]
+    return []
+
+
+def _target_names(target) -> list[str]:
+    d = N.dotted(target)
+    if d is not None:
+        return [d] if "." not in d or (d.startswith("self.") and d.count(".") == 1) else []
+    if target.type in ("atom", "testlist_star_expr", "exprlist", "testlist_comp"):
+        out = []
+        for c in target.children:
+            if c.type != "operator":
+                out += _target_names(c)
+        return out
+    if target.type == "star_expr":
+        return _target_names(target.children[1])
+    return []
+
+
+def _scope_for_target(name: str, stmt):
+    if name.startswith("self."):
+        return N.enclosing(stmt, {"classdef"})
+    return N.func_scope_of(stmt)
+
+
+def _dotted_at(leaf) -> str:
+    nxt = leaf.get_next_sibling()
+    if leaf.value == "self" and nxt is not None and nxt.type == "trailer" and nxt.children[0] == ".":
+        return f"self.{nxt.children[1].value}"
+    return leaf.value
+
+
+def _is_load(leaf) -> bool:
+    """A name read, not an attribute name, keyword name or a def/param name."""
+    parent = leaf.parent
+    if parent is None:
+        return False
+    if parent.type == "trailer":
+        return False
+    if parent.type == "argument" and parent.children[0] is leaf and len(parent.children) > 1 \
+            and parent.children[1] == "=":
+        return False
+    if parent.type in ("funcdef", "classdef", "param", "import_from", "dotted_name", "import_as_name"):
+        return False
+    return True
+
+
+def _in_loop(node) -> bool:
+    return N.enclosing(node, {"for_stmt", "while_stmt"}) is not None
+
+
+def _elements(atom) -> list:
+    if len(atom.children) < 3:
+        return []
+    inner = atom.children[1]
+    if inner.type in ("testlist_comp", "exprlist", "testlist"):
+        if any(c.type in ("sync_comp_for", "comp_for") for c in inner.children):
+            return []
+        return [c for c in inner.children if not (c.type == "operator" and c.value == ",")]
+    return [inner]
+
+
+def _if_tests(if_stmt, suite) -> list:
+    """The tests that decide whether `suite` (one branch of `if_stmt`) runs."""
+    ch = if_stmt.children
+    tests = []
+    for i, c in enumerate(ch):
+        if c is suite:
+            # the branch's own test precedes its ':'; an else branch depends on all tests
+            if i >= 3 and ch[i - 3] in ("if", "elif"):
+                return [ch[i - 2]]
+            return tests
+        if c in ("if", "elif"):
+            tests.append(ch[i + 1])
+    return tests
+
+
+def _returns_early(if_stmt) -> bool:
+    suite = if_stmt.children[3] if len(if_stmt.children) > 3 else None
+    if suite is None or len(if_stmt.children) > 4:
+        return False
+    code = suite.get_code(include_prefix=False).strip()
+    return code in ("return", "return None", "continue", "break") or code.startswith("return") and "\n" not in code
+
+
+def build_facts(env: Env) -> HvdFacts:
+    return HvdFacts(env)
+
+
+__all__ = ["HvdFacts", "CallbackEntry", "CallbackList", "build_facts", "api_name", "is_main_guard"]
+
+# Codes whose edits are hints in a program already distributed by hand: shown as quick
+# fixes, never applied by the whole-file fix (Horovod's own examples print on every rank).
+HINTS_WHEN_DISTRIBUTED = frozenset({"HVD030", "HVD051"})

@@ -1,0 +1,212 @@
+"""TF1 graph-mode facts: sessions, what they run, and what bounds the training steps.
+
+A graph-mode program trains by running a *train op* (the result of an optimizer's
+``minimize`` / ``apply_gradients``) in a ``tf.compat.v1.Session`` or a
+``MonitoredTrainingSession``. The rules HVD070–HVD074 need to know, per session: where it
+is created (pinning, hooks, ``checkpoint_dir``), where its variables' initializer or a
+``Saver.restore`` runs (the broadcast goes right after), which ``run`` calls fetch a train
+op (the HVD103 loop site), and which loop drives them (the step count to divide). Shapes
+the rules cannot place an edit for safely become `Problem`s (HVD-S1 … HVD-S3).
+
+Requires: env. Provides: `analyze(env) -> Graph`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import nodes as N
+from .env import Env, Problem, _header
+
+SESSION_CLASSES = {"tensorflow.Session": "session", "tensorflow.InteractiveSession": "session",
+                   "tensorflow.train.MonitoredTrainingSession": "monitored",
+                   "tensorflow.train.MonitoredSession": "monitored",
+                   "tensorflow.train.SingularMonitoredSession": "monitored"}
+INITIALIZERS = ("global_variables_initializer", "initialize_all_variables")
+TRAIN_METHODS = ("minimize", "apply_gradients")
+# Rules every session problem stops: the pinning, the broadcast, the step division, and the
+# optimizer rules (a scaled, averaged optimizer without the broadcast trains ranks apart).
+SESSION_RULES = ("HVD001", "HVD070", "HVD071", "HVD072", "HVD073", "HVD074", "HVD010", "HVD011")
+
+
+@dataclass(eq=False)
+class Sess:
+    kind: str                      # "session" | "monitored"
+    call: N.Call                   # the constructor call
+    name: str | None               # the name it is bound to (assignment or ``with ... as``)
+    stmt: object                   # the assignment / with statement
+    scope: object                  # funcdef or file_input
+    inits: list = field(default_factory=list)      # statements running the initializer / a restore
+
+
+@dataclass(eq=False)
+class Run:
+    call: N.Call                   # ``sess.run(train_op, ...)``
+    session: Sess | None
+    driver: object = None          # the for/while running it in its own function
+
+
+@dataclass(eq=False)
+class Graph:
+    sessions: list[Sess] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)          # runs that fetch a train op
+    train_ops: dict = field(default_factory=dict)          # name -> the minimize/apply call
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def training(self) -> bool:
+        return bool(self.runs)
+
+
+def session_kind(env: Env, call: N.Call) -> str | None:
+    return SESSION_CLASSES.get(env.callee_qualname(call) or "")
+
+
+def analyze(env: Env) -> Graph:
+    g = Graph()
+    idx = env.index
+    for call, _owner in idx.calls:
+        kind = session_kind(env, call)
+        if kind is not None:
+            g.sessions.append(_session(call, kind))
+    if not g.sessions:
+        return g
+    for name in TRAIN_METHODS:
+        for call in idx.by_method.get(name, ()):
+            if call.method != name or not call.is_whole():
+                continue
+            parent = call.node.parent
+            if parent.type == "expr_stmt" and parent.children[-1] is call.node and parent.children[-2] == "=":
+                target = N.dotted(parent.children[0])
+                if target:
+                    g.train_ops[target.rsplit(".", 1)[-1]] = call
+    for call in idx.by_method.get("run", ()):
+        if call.method != "run" or not call.args:
+            continue
+        sess = _resolve(env, g, call)
+        fetches = call.keyword("fetches") or call.positional(0)
+        if fetches is None:
+            continue
+        if sess is not None and sess.kind == "session" and _is_initializer(env, fetches.value, call.node):
+            sess.inits.append(N.statement_of(call.node))
+            continue
+        if _fetches_train_op(g, fetches.value):
+            g.runs.append(Run(call, sess, _loop_around(call.node)))
+    for call in idx.by_method.get("restore", ()):      # saver.restore(sess, path): broadcast after it
+        first = call.positional(0) or call.keyword("sess")
+        if call.method == "restore" and first is not None:
+            for s in g.sessions:
+                if s.kind == "session" and s.name and N.dotted(first.value) == s.name \
+                        and N.func_scope_of(call.node) is s.scope:
+                    s.inits.append(N.statement_of(call.node))
+    _problems(env, g)
+    return g
+
+
+def _session(call: N.Call, kind: str) -> Sess:
+    node = call.node
+    parent = node.parent
+    name, stmt = None, N.statement_of(node)
+    if call.is_whole() and parent.type == "with_item" and len(parent.children) == 3:
+        name = N.dotted(parent.children[2])
+    elif call.is_whole() and parent.type == "expr_stmt" and parent.children[-1] is node and parent.children[-2] == "=":
+        name = N.dotted(parent.children[0])
+    return Sess(kind, call, name, stmt, N.func_scope_of(node))
+
+
+def _resolve(env: Env, g: Graph, call: N.Call) -> Sess | None:
+    """The session a ``X.run`` call runs in: the one bound to X in the same function, else
+    the file's only session of that name; None when it is not a session or cannot be told."""
+    receiver = call.receiver_dotted()
+    if not receiver:
+        return None
+    scope = N.func_scope_of(call.node)
+    named = [s for s in g.sessions if s.name == receiver]
+    local = [s for s in named if s.scope is scope and s.call.node.start_pos < call.node.start_pos]
+    if local:
+        return local[-1]
+    return named[0] if len(named) == 1 else None
+
+
+def _is_initializer(env: Env, value, at) -> bool:
+    text = value.get_code(include_prefix=False)
+    if any(i in text for i in INITIALIZERS):
+        return True
+    name = N.dotted(value)
+    b = env.lookup(name, at) if name else None
+    return b is not None and b.value is not None and any(i in b.value.get_code(include_prefix=False) for i in INITIALIZERS)
+
+
+def _fetches_train_op(g: Graph, value) -> bool:
+    for n in N.walk(value):
+        if n.type == "name" and n.value in g.train_ops:
+            return True
+        if n.type == "trailer" and len(n.children) == 2 and n.children[0] == "." and n.children[1].value in g.train_ops:
+            return True
+    return False
+
+
+def _loop_around(node):
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("for_stmt", "while_stmt"):
+            return cur
+        if cur.type in ("funcdef", "classdef", "lambdef", "file_input"):
+            return None
+        cur = cur.parent
+    return None
+
+
+def range_bound(loop) -> object | None:
+    """The `n` of ``for _ in range(n):`` (the count to divide), else None."""
+    if loop is None or loop.type != "for_stmt":
+        return None
+    call = N.as_call(loop.children[3])
+    if call is None or call.callee_dotted() != "range" or call.has_star() or len(call.args) != 1 \
+            or call.args[0].keyword is not None:
+        return None
+    return call.args[0].value
+
+
+def should_stop_loop(loop) -> bool:
+    """``while not mon_sess.should_stop():`` — bounded by the session's stop hooks."""
+    return loop is not None and loop.type == "while_stmt" and "should_stop()" in loop.children[1].get_code()
+
+
+def _problems(env: Env, g: Graph) -> None:
+    if env.horovod():
+        return          # already distributed by hand: its own shape is not second-guessed
+    reported: set[int] = set()
+    for run in g.runs:
+        sess = run.session
+        if sess is None:
+            g.problems.append(Problem(
+                "S1", run.call.node,
+                f"`{run.call.receiver_dotted()}` runs the training step but the session it names is created "
+                "elsewhere (another function, an attribute or a parameter) and the file has more than one "
+                "or none: the pinning and the broadcast after its initializer cannot be placed",
+                SESSION_RULES, region=env.source.module))
+            continue
+        if sess.kind == "session" and not sess.inits and id(sess) not in reported:
+            reported.add(id(sess))
+            g.problems.append(Problem(
+                "S2", sess.call.node,
+                f"session `{sess.name or 'Session()'}` trains, but no `run` of the variables' initializer "
+                "(`global_variables_initializer()`) or `Saver.restore` on it is found in the function that "
+                "creates it: the initial broadcast has no place to go",
+                SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
+        loop = run.driver
+        if loop is None or range_bound(loop) is not None or should_stop_loop(loop) \
+                or "size()" in loop.children[1].get_code() or id(loop) in reported:
+            continue
+        reported.add(id(loop))
+        g.problems.append(Problem(
+            "S3", N.statement_of(run.call.node) if loop is None else _header_span(loop),
+            "the loop running the training step is not `for _ in range(n)` nor "
+            "`while not sess.should_stop()`: its step count cannot be divided by hvd.size() "
+            "with every rank running the same number of steps",
+            SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
+
+
+def _header_span(loop):
+    return _header(loop)
