@@ -2,10 +2,11 @@
 # Environment for the real-editor test (tests/vscode, pytest marker `vscode`):
 #   - Debian packages: chromium, ripgrep, libkrb5-dev and a native build toolchain
 #   - code-server 4.100.3 from npm, in .cache/code-server
-#   - vscode-client npm deps (npm ci) and the packaged extension vscode-client/horovodize-0.1.0.vsix
+#   - vscode-client npm deps (npm ci) and the packaged extension vscode-client/horovodize-0.1.0.vsix,
+#     which bundles the server (horovodize from server/, pygls, lsprotocol, parso, ...: PyPI)
 #   - tests/vscode npm deps (playwright-core, pinned)
 # Idempotent: each step is stamped under .cache/vscode-env/ and is redone only when
-# its inputs changed; the .vsix is rebuilt whenever a vscode-client source changed.
+# its inputs changed; the .vsix is rebuilt whenever a vscode-client or server source changed.
 # A first run works from nothing (only the Debian and npm registries are needed).
 set -euo pipefail
 
@@ -102,11 +103,15 @@ else
   stamp_set client-deps "$deps_hash"
 fi
 
-src_hash="$(hash_files "$CLIENT" src package.json package-lock.json tsconfig.json esbuild.mjs .vscodeignore README.md CHANGELOG.md LICENSE)"
+client_hash="$(hash_files "$CLIENT" src package.json package-lock.json tsconfig.json esbuild.mjs .vscodeignore README.md CHANGELOG.md LICENSE scripts bundled/tool)"
+# The bundled server: its sources (not the __pycache__ the test runs leave next to them).
+server_hash="$(cd "$ROOT" && find server pyproject.toml -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -print0 |
+  LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+src_hash="$client_hash-$server_hash"
 if stamp_ok vsix "$src_hash" && [[ -f "$VSIX" ]]; then
   log "vsix: up to date ($(basename "$VSIX"))"
 else
-  log "vscode-client: npm run package (its vscode:prepublish runs the strict tsc check and the esbuild bundle)"
+  log "vscode-client: npm run package (its vscode:prepublish runs the strict tsc check, the esbuild bundle and bundles the server)"
   rm -f "$VSIX"
   (cd "$CLIENT" && npm_q run package) >"$STAMPS/vsix-build.log" 2>&1 ||
     { tail -n 60 "$STAMPS/vsix-build.log" >&2; die "building the .vsix failed"; }
