@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import resources
 
 from .rules import RULES
+from .rules.stack_traps import RULES as STACK_TRAPS
 from .rules.base import SEVERITY_LOOP, SEVERITY_RESTRICTION, SEVERITY_RULE
 
 LOOPS = {
@@ -43,7 +44,13 @@ RESTRICTIONS = {
 }
 
 
+# Rule codes that only warn (no quick fix): severity warning. Other families add theirs here.
+WARNING_RULES: dict[str, tuple[str, str]] = {**STACK_TRAPS}
+
+
 def severity(code: str) -> str:
+    if code in WARNING_RULES:
+        return SEVERITY_RESTRICTION
     if code in LOOPS:
         return SEVERITY_LOOP
     if code in RESTRICTIONS:
@@ -52,7 +59,7 @@ def severity(code: str) -> str:
 
 
 def all_codes() -> dict[str, tuple[str, str]]:
-    return {**RULES, **LOOPS, **RESTRICTIONS}
+    return {**RULES, **WARNING_RULES, **LOOPS, **RESTRICTIONS}
 
 
 def normalize(code: str) -> str | None:

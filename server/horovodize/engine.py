@@ -16,7 +16,7 @@ from . import codes, restrictions
 from .env import Env, build_env
 from .hvd_facts import HINTS_WHEN_DISTRIBUTED, HvdFacts
 from .loop import LOOP_CODES, Summary, summarize
-from .rules import RULE_MODULES
+from .rules import RULE_MODULES, stack_traps
 from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
 from .source import Edit, ParseError, Source, apply_edits
 
@@ -133,6 +133,7 @@ def _run(analysis: Analysis) -> None:
         findings = []  # without the set-up no edit can run (a restriction says why)
     findings += _loop_findings(source, summary)
     findings += _restriction_findings(source, problems)
+    findings += stack_traps.diagnostics(ctx)      # warnings (HVD090-092) survive a refused conversion
     findings.sort(key=lambda f: (f.start, f.end, f.code))
     analysis.findings = findings
 
@@ -156,6 +157,8 @@ def _loop_findings(source: Source, summary: Summary) -> list[Finding]:
 def _restriction_findings(source: Source, problems) -> list[Finding]:
     out = []
     for p in problems:
+        if p.code.startswith("HVD"):
+            continue      # a rule code's own fact (HVD092): reported by that rule
         start, end = source.span(p.node)
         code = f"HVD-{p.code}"
         blocks = ", ".join(p.blocks) if p.blocks else "no rule"

@@ -61,7 +61,7 @@ RELEVANT_MEMBERS = (
     "tensorflow.data", "tensorflow.estimator", "tensorflow.keras.Sequential",
     "tensorflow.keras.Model", "tensorflow.keras.applications", "tensorflow.keras.load_model",
 )
-MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras")
+MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras", "keras_core")   # keras_core: Keras 3 (keras3.py)
 
 
 @lru_cache(maxsize=4096)
@@ -72,7 +72,7 @@ def canonical(q: str | None) -> str | None:
     for old, new in (
         ("tensorflow.compat.v1", "tensorflow"), ("tensorflow.compat.v2", "tensorflow"),
         ("tensorflow.python.keras", "tensorflow.keras"), ("tf_keras", "tensorflow.keras"),
-        ("keras", "tensorflow.keras"),
+        ("keras_core", "tensorflow.keras"), ("keras", "tensorflow.keras"),
     ):
         if q == old or q.startswith(old + "."):
             q = new + q[len(old):]

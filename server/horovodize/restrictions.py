@@ -47,6 +47,7 @@ from .env import (
     is_name_use,
 )
 from .callables import is_higher_order
+from .rules.stack_traps import strategy_problems
 from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
 
 TAPE_RULES = ("HVD020", "HVD021")
@@ -55,7 +56,7 @@ KIND_RULES = {TAPE: TAPE_RULES, FIT: FIT_RULES, ESTIMATOR: ("HVD060", "HVD061")}
 ALL_LOOP_RULES = SETUP + TAPE_RULES + FIT_RULES + ("HVD011", "HVD060")
 # Modules that are not part of the project (T1): the standard library and common packages.
 LIBRARIES = set(getattr(sys, "stdlib_module_names", ())) | {
-    "tensorflow", "keras", "tf_keras", "horovod", "numpy", "pandas", "scipy", "sklearn", "matplotlib",
+    "tensorflow", "keras", "tf_keras", "keras_core", "horovod", "numpy", "pandas", "scipy", "sklearn", "matplotlib",
     "seaborn", "tensorflow_datasets", "tensorflow_addons", "tensorflow_hub", "tensorflow_text",
     "tensorflow_probability", "tqdm", "PIL", "cv2", "absl", "wandb", "mlflow", "yaml", "h5py", "torch",
     "jax", "flax", "optax", "transformers", "datasets", "tensorboard", "click", "fire", "hydra", "omegaconf",
@@ -66,7 +67,7 @@ SIDE_EFFECT_CALLS = {"next", "input", "pop", "append", "extend", "insert", "remo
                      "write", "send", "apply_gradients", "fit", "train", "save", "assign",
                      "assign_add", "assign_sub", "minimize", "step", "popitem", "setdefault", "clear",
                      "train_on_batch", "readline", "read", "seed", "set_seed", "shuffle", "__next__"}
-HORO = ("tensorflow", "keras", "tf_keras", "horovod")
+HORO = ("tensorflow", "keras", "tf_keras", "keras_core", "horovod")
 
 
 def check(env: Env, summary: Summary) -> list[Problem]:
@@ -75,6 +76,7 @@ def check(env: Env, summary: Summary) -> list[Problem]:
     for fn in (_r1_imports, _r4_prints, _r8_apply_gradients, _t1_other_files, _t2_loop_type,
                _t3_mixed, _t4_functions_as_values, _t5_conditional):
         problems += fn(env, summary)
+    problems += strategy_problems(env)          # HVD092: a tf.distribute program gets no edit
     _expand_sites(env, problems)
     _whole_loop(env, problems)
     for p in problems:
@@ -395,10 +397,7 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
     for call, _owner in env.index.calls:
         q = env.callee_qualname(call) or ""
         if q.startswith("tensorflow.distribute.") and q.endswith("Strategy"):
-            out.append(Problem("T2", _span(call.node.children[0], call.trailer),
-                               f"`{call.callee_dotted()}` already distributes training another way; "
-                               "it is neither a distributed-tape nor a distributed-optimizer loop",
-                               ALL_LOOP_RULES, region=env.source.module))
+            continue       # HVD092 (rules/stack_traps.py) names the strategy and blocks everything
         elif call.method == "minimize" and ESTIMATOR not in summary.kinds and SESSION not in summary.kinds:
             b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
             if b is None:

@@ -319,12 +319,12 @@ def test_t1_negative_reporting_helper_and_libraries(check):
 
 
 # -- T2 ------------------------------------------------------------------------------------------
-def test_t2_distribution_strategy(check):
+def test_distribution_strategy_is_hvd092_not_t2(check):
     r = check(HEAD + "strategy = tf.distribute.MirroredStrategy()\nwith strategy.scope():\n"
               "    model2 = tf.keras.Sequential([])\nmodel2.fit(x, y)\n")
-    f = r.one("HVD-T2")
-    assert r.src(f) == "tf.distribute.MirroredStrategy()"
-    assert {"HVD001", "HVD002", "HVD050", "HVD051"} <= set(f.blocks)
+    f = r.one("HVD092")
+    assert r.src(f) == "tf.distribute.MirroredStrategy()" and f.severity == "warning"
+    assert "HVD-T2" not in r.codes()
     assert r.analysis.conversion_edits() == []
 
 
