@@ -1248,6 +1248,8 @@ def _is_argument(env: Env, call: N.Call) -> bool:
     if outer.method == "compile":
         return False
     q = env.callee_qualname(outer) or ""
+    if (member_role(q) or ("",))[0] == "estimator":
+        return False            # a premade Estimator's optimizer= (rules/estimator.py wraps it in place)
     return not q.startswith("horovod") and outer.method != "DistributedOptimizer"
 
 

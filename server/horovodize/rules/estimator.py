@@ -35,11 +35,11 @@ def _is_list_literal(node) -> bool:
     return node.type == "atom" and node.children[0] == "["
 
 
-def hook_edits(ctx: RuleContext, call: N.Call, arg, hook: str) -> list[Edit]:
+def hook_edits(ctx: RuleContext, call: N.Call, arg, hook: str, first: bool = False) -> list[Edit]:
     """Add `hook` to a ``hooks`` argument (missing, None, a list, or any iterable expression);
     no edit when it already mentions Horovod. Shared with ``MonitoredTrainingSession`` (HVD072)."""
-    if arg is None:
-        return ctx.add_keyword(call, f"hooks=[{hook}]")
+    if arg is None:     # `first`: before the first keyword (the end is where other rules insert)
+        return keyword_first(ctx, call, f"hooks=[{hook}]") if first else ctx.add_keyword(call, f"hooks=[{hook}]")
     if mentions_hvd(arg.value, ctx):
         return []
     if arg.value.type == "keyword" and arg.value.value == "None":   # hooks=None
@@ -173,7 +173,7 @@ def premade_sites(ctx: RuleContext) -> Iterator[Finding]:
                 rate = f"min(0.005, 1.0 / len({cols.value.get_code(include_prefix=False)}) ** 0.5)"
             text = f"{hvd}.DistributedOptimizer({cls}(learning_rate={rate} * {hvd}.size()))"
             if value is None:
-                edits = _keyword_first(ctx, call, f"{keyword}={text}")
+                edits = keyword_first(ctx, call, f"{keyword}={text}")
                 node = call.node
                 if wrapped is not None:     # after the ")" that closes a wrapped last argument
                     wrapped.fix.edits += edits
@@ -186,7 +186,7 @@ def premade_sites(ctx: RuleContext) -> Iterator[Finding]:
                           Fix("Use a scaled hvd.DistributedOptimizer", edits))
 
 
-def _keyword_first(ctx: RuleContext, call: N.Call, text: str) -> list[Edit]:
+def keyword_first(ctx: RuleContext, call: N.Call, text: str) -> list[Edit]:
     """Add ``keyword=value`` before the first keyword argument: the end of the last argument
     is where other rules already insert (``model_dir=d if hvd.rank() == 0 else None``)."""
     first = next((a for a in call.args if a.keyword is not None), None)

@@ -20,6 +20,7 @@ from .. import nodes as N
 from ..env import TF1_OPTIMIZERS
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .estimator import hook_edits, keyword_first
 from .optimizer import RULES as OPT_RULES
 from .optimizer import _scale
 
@@ -100,7 +101,7 @@ def _pinning(ctx: RuleContext, g) -> Iterator[Finding]:
                 continue
             text = f"config={prefix}.ConfigProto(gpu_options={prefix}.GPUOptions(visible_device_list={pin}))"
             yield finding(ctx, "HVD070", call.node, "the session sees every GPU on every rank",
-                          Fix(RULES["HVD070"][1], ctx.add_keyword(call, text)))
+                          Fix(RULES["HVD070"][1], keyword_first(ctx, call, text)))
             continue
         inline = N.as_call(arg.value)
         if inline is None or ctx.env.callee_qualname(inline) != "tensorflow.ConfigProto" \
@@ -108,7 +109,7 @@ def _pinning(ctx: RuleContext, g) -> Iterator[Finding]:
             continue            # a name: pinned where it is bound (above)
         gpu = inline.keyword("gpu_options")
         if gpu is None and prefix is not None:
-            edits = ctx.add_keyword(inline, f"gpu_options={prefix}.GPUOptions(visible_device_list={pin})")
+            edits = keyword_first(ctx, inline, f"gpu_options={prefix}.GPUOptions(visible_device_list={pin})")
         elif gpu is not None and N.as_call(gpu.value) is not None and not N.as_call(gpu.value).keyword(
                 "visible_device_list") and not N.as_call(gpu.value).has_star():
             edits = ctx.add_keyword(N.as_call(gpu.value), f"visible_device_list={pin}")
@@ -169,7 +170,6 @@ def _outside_branches(stmt, s):
 
 # -- HVD072 ---------------------------------------------------------------------------------
 def _monitored(ctx: RuleContext, g) -> Iterator[Finding]:
-    from .estimator import hook_edits
     hvd = ctx.hvd
     for s in g.sessions:
         call = s.call
@@ -177,7 +177,7 @@ def _monitored(ctx: RuleContext, g) -> Iterator[Finding]:
             continue
         if ctx.env.callee_qualname(call) == "tensorflow.train.MonitoredTrainingSession":
             arg = call.keyword("hooks") or call.positional(MTS_HOOKS_POS)
-            edits = hook_edits(ctx, call, arg, f"{hvd}.BroadcastGlobalVariablesHook(0)")
+            edits = hook_edits(ctx, call, arg, f"{hvd}.BroadcastGlobalVariablesHook(0)", first=True)
             if edits:
                 yield finding(ctx, "HVD072", call.node, "the monitored session does not broadcast the initial variables",
                               Fix(RULES["HVD072"][1], edits))
