@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import codes, restrictions
 from .env import Env, build_env
-from .hvd_facts import HINTS_WHEN_DISTRIBUTED, HvdFacts
+from .hvd_facts import HvdFacts
 from .loop import LOOP_CODES, Summary, summarize
 from .rules import RULE_MODULES, stack_traps
 from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
@@ -53,7 +53,8 @@ class Analysis:
         if self.facts is not None and self.facts.uses_horovod:
             # hints (an unguarded print, progress on every rank) stay individual quick fixes:
             # a program already distributed by hand gets only what it misses
-            sites = [f for f in sites if f.code not in HINTS_WHEN_DISTRIBUTED]
+            hints = self.facts.hint_codes()
+            sites = [f for f in sites if f.code not in hints]
             if not any(f.fix.needs_setup for f in sites if f is not self.setup):
                 sites = [f for f in sites if f is not self.setup]
         if self.setup is not None and self.setup in sites:

@@ -124,6 +124,14 @@ class HvdFacts:
     def keras_flavour(self) -> bool:
         return bool(self.module and self.module.endswith("keras"))
 
+    def hint_codes(self) -> frozenset:
+        """Codes that stay individual quick fixes, out of the whole-file fix: in a program
+        distributed by hand, prints and progress on every rank; once gradients are averaged,
+        an unscaled rate too (Horovod's own benchmark keeps SGD(0.01): the user's choice)."""
+        if not self.uses_horovod:
+            return frozenset()
+        return HINTS_WHEN_DISTRIBUTED | ({"HVD010", "HVD013"} if self.averages_gradients else set())
+
     # -- API calls ---------------------------------------------------------------------
     def _api(self, call: N.Call) -> str | None:
         d = call.callee_dotted()

@@ -241,7 +241,12 @@ def _visible_bindings(ctx: RuleContext, name: str, at) -> list:
 
 
 def under_rank0_guard(node, ctx: RuleContext) -> bool:
-    """Inside an ``if`` whose test mentions ``hvd.rank()`` (already rank-0 only)."""
+    """Inside an ``if`` whose test mentions ``hvd.rank()`` (already rank-0 only), or code that
+    must not get a rank guard: it can run before ``hvd.init()`` (a ``horovod.run`` launcher's
+    branch), where ``hvd.rank()`` raises."""
+    facts = ctx.facts
+    if facts.under_rank_guard(node) or facts.before_init(node):
+        return True
     cur = node.parent
     while cur is not None:
         if cur.type == "if_stmt" and "rank()" in cur.children[1].get_code(include_prefix=False):

@@ -92,6 +92,8 @@ def _gradient_inside(tape, with_stmt):
 
 def _wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
     scope = N.func_scope_of(with_stmt)
+    if ctx.facts.tape_wrapped(tape.name, scope):
+        return True   # any import form: ``from horovod.tensorflow import DistributedGradientTape as DGT``
     if ctx.calls("allreduce", scope):
         return True  # gradients already averaged by hand
     return any(N.dotted(a.value) == tape.name
@@ -146,7 +148,7 @@ def _apply_gradients(ctx: RuleContext) -> Iterator[Finding]:
         if _tf1_optimizer(ctx, binding):
             continue
         arg = call.keyword("grads_and_vars") or call.positional(0)
-        anchor = after_setup(ctx)
+        anchor = after_setup(ctx, call.node)
         if arg is not None and anchor is not None:
             sites.append((call, receiver, stmt, arg, anchor))
     src, hvd, unit = ctx.source, ctx.hvd, ctx.source.indent_unit
@@ -193,4 +195,6 @@ def _tf1_optimizer(ctx: RuleContext, binding) -> bool:
 
 
 def _broadcasts(ctx: RuleContext, scope) -> bool:
-    return bool(ctx.calls("broadcast_variables", scope))
+    """The program already broadcasts its initial state: ``broadcast_variables`` here, or any
+    Horovod broadcast in the file (an elastic state, a ``first_batch`` step elsewhere)."""
+    return bool(ctx.calls("broadcast_variables", scope)) or bool(ctx.facts.broadcasts)

@@ -1,6 +1,6 @@
 """Keras ``fit`` rules: broadcast the initial state with
-``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first and run the user's own
-callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051).
+``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, steering callbacks on every
+rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051).
 
 Requires: env (model bindings, or a name the file calls ``compile`` on), loop (flavour).
 """
@@ -60,25 +60,86 @@ def _paren(ctx: RuleContext, node, text_before="", text_after="") -> list[Edit]:
 
 
 def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
+    """Callbacks as Horovod's guide orders them: the broadcast first, callbacks that steer
+    training (EarlyStopping, ReduceLROnPlateau, ...) on every rank, callbacks that write
+    (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) on rank 0 only — for a list
+    given inline or built over several statements (`ctx.facts.callback_list`)."""
     if ctx.blocked("HVD050", call.node):
         return
-    hvd = ctx.hvd
+    hvd, facts = ctx.hvd, ctx.facts
     broadcast = f"{hvd}.callbacks.BroadcastGlobalVariablesCallback(0)"
+    # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
+    elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
     arg = _arg(call, "callbacks", CALLBACKS_POS)
+    edits: list[Edit] = []
     if arg is None:
-        edits = ctx.add_keyword(call, f"callbacks=[{broadcast}]")
-    elif mentions_hvd(arg.value, ctx) or "BroadcastGlobalVariables" in arg.value.get_code(include_prefix=False) \
-            or _list_holds_hvd(ctx, arg.value):
-        return
+        if not elastic:
+            edits = ctx.add_keyword(call, f"callbacks=[{broadcast}]")
     elif arg.value.type == "keyword" and arg.value.value == "None":
-        start, end = ctx.source.span(arg.value)
-        edits = [Edit(start, end, f"[{broadcast}]")]
-    elif arg.value.type == "atom" and arg.value.children[0] == "[":
-        edits = _paren(ctx, arg.value, f"[{broadcast}] + (", f" if {hvd}.rank() == 0 else [])")
-    else:  # a name or expression: a list, a tuple, or None at run time
-        edits = _paren(ctx, arg.value, f"[{broadcast}] + (list(", f" or []) if {hvd}.rank() == 0 else [])")
-    yield finding(ctx, "HVD050", call.node, "fit does not broadcast the initial variables from rank 0",
-                  Fix(RULES["HVD050"][1], edits))
+        if not elastic:
+            start, end = ctx.source.span(arg.value)
+            edits = [Edit(start, end, f"[{broadcast}]")]
+    else:
+        cbs = facts.callback_list(arg.value, call.node)
+        has_broadcast = elastic or any(e.kind == "broadcast" for e in cbs.entries) or (
+            not cbs.complete and mentions_hvd(arg.value, ctx))
+        base = _base_literal(ctx, arg.value, cbs)
+        if not has_broadcast:
+            if base is not None:
+                edits += _prepend(ctx, base, broadcast)
+            else:  # composition unknown here: broadcast first, the user's callbacks on every rank
+                edits += _paren(ctx, arg.value, f"[{broadcast}] + list(", " or [])")
+        if cbs.complete or base is not None:
+            for entry in cbs.entries:
+                if entry.kind == "writing" and not entry.guarded and not entry.rank_specific:
+                    edits += _rank0_entry(ctx, entry)
+    if not edits:
+        return
+    message = ("fit does not broadcast the initial variables from rank 0"
+               if any(broadcast in e.new_text for e in edits)
+               else "a callback that writes files runs on every rank")
+    yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
+
+
+def _base_literal(ctx: RuleContext, value, cbs):
+    """The list display the callbacks start from: inline, or the first ``cbs = [...]`` that
+    every rank runs (the broadcast goes first in it)."""
+    if value.type == "atom" and value.children[0] == "[":
+        return value
+    if not cbs.complete or not cbs.literals or N.dotted(value) is None:
+        return None
+    first = cbs.literals[0]
+    stmt = first.parent
+    if stmt.type != "expr_stmt" or N.assign_parts(stmt) is None or ctx.facts.under_rank_guard(stmt):
+        return None
+    return first
+
+
+def _prepend(ctx: RuleContext, literal, text: str) -> list[Edit]:
+    src = ctx.source
+    open_end = src.offset(literal.children[0].end_pos)
+    elements = [] if len(literal.children) < 3 else [literal.children[1]]
+    if not elements:
+        return [Edit(open_end, open_end, text)]
+    first = literal.children[1]
+    first = first.children[0] if first.type in ("testlist_comp",) else first
+    first_start = src.offset(first.start_pos)
+    if src.line_start(first_start) != src.line_start(open_end) and not src.text[open_end:src.line_end(open_end)].strip():
+        # one element per line: a line of its own right after the bracket (above any comment)
+        line = src.line_end(open_end)
+        return [Edit(line, line, f"{src.indent_of(first)}{text},{ctx.nl}")]
+    return [Edit(open_end, open_end, f"{text}, ")]
+
+
+def _rank0_entry(ctx: RuleContext, entry) -> list[Edit]:
+    """A writing callback on rank 0 only: its ``append`` statement under a guard, or the list
+    element unpacked from ``[cb] if hvd.rank() == 0 else []``."""
+    hvd = ctx.hvd
+    if entry.stmt is not None:
+        edit = ctx.guard_rank0(entry.stmt)
+        return [edit] if edit is not None else []
+    start, end = ctx.source.span(entry.node)
+    return [Edit(start, end, f"*([{ctx.source.text[start:end]}] if {hvd}.rank() == 0 else [])")]
 
 
 def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
@@ -88,35 +149,10 @@ def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     arg = _arg(call, "verbose", VERBOSE_POS)
     if arg is None:
         edits = ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")
-    elif mentions_hvd(arg.value, ctx) or arg.value.get_code(include_prefix=False) in ("0", "False"):
+    elif ctx.facts.rank_dependent(arg.value) or mentions_hvd(arg.value, ctx) \
+            or arg.value.get_code(include_prefix=False) in ("0", "False"):
         return  # already rank-dependent, or silent on every rank
     else:
         edits = _paren(ctx, arg.value, "", f" if {hvd}.rank() == 0 else 0")
     yield finding(ctx, "HVD051", call.node, "every rank prints fit progress",
                   Fix(RULES["HVD051"][1], edits))
-
-
-def _list_holds_hvd(ctx: RuleContext, value) -> bool:
-    """``callbacks=cbs`` where ``cbs`` is built with Horovod callbacks in the same scope
-    (``cbs = [hvd.callbacks.BroadcastGlobalVariablesCallback(0), ...]``, ``cbs.append(hvd...)``,
-    ``cbs += [...]``): Horovod's own examples, already distributed."""
-    name = N.dotted(value)
-    if name is None or not ctx.env.horovod():
-        return False
-    scope = N.func_scope_of(value)
-    for node in N.walk(scope):
-        if node.type == "expr_stmt":
-            parts = N.assign_parts(node)
-            if parts is not None:
-                targets, rhs = parts
-            elif len(node.children) == 3 and node.children[1].type == "operator" and node.children[1].value == "+=":
-                targets, rhs = [node.children[0]], node.children[2]
-            else:
-                continue
-            if any(N.dotted(t) == name for t in targets) and mentions_hvd(rhs, ctx):
-                return True
-    for call in [c for m in ("append", "extend", "insert") for c in ctx.calls(m, scope)]:
-        if call.receiver_dotted() == name \
-                and any(mentions_hvd(a.value, ctx) for a in call.args):
-            return True
-    return False

@@ -38,7 +38,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if call is None:
             continue
         yield from _scale(ctx, call, b)
-        if wraps_optimizer(ctx) and not _already_wrapped(ctx, b) and not ctx.blocked("HVD011", b.stmt, b):
+        if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(b.name, b.value) \
+                and not ctx.blocked("HVD011", b.stmt, b):
             edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",
                           Fix(RULES["HVD011"][1], [edit]))
@@ -48,7 +49,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:
-    if ctx.blocked("HVD010", call.node, binding):
+    if ctx.blocked("HVD010", call.node, binding) or _scaled_elsewhere(ctx):
         return
     lr = call.keyword("learning_rate") or call.keyword("lr")
     if lr is None and call.positional(0) is not None:
@@ -64,7 +65,7 @@ def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:
         yield finding(ctx, "HVD010", call.node, f"learning rate of {name} is not scaled by the number of ranks",
                       Fix(RULES["HVD010"][1], edits))
         return
-    if mentions_hvd(lr.value, ctx):
+    if ctx.facts.contains_size(lr.value) or mentions_hvd(lr.value, ctx):
         return
     schedule = _schedule_call(ctx, lr.value)
     if schedule is not None:
@@ -155,7 +156,7 @@ def _scale_schedule(ctx: RuleContext, schedule: N.Call, used_at) -> Iterator[Fin
         cls = (ctx.env.callee_qualname(schedule) or "").rsplit(".", 1)[-1]
         keyword, pos = SCHEDULE_RATE_ARG.get(cls, ("initial_learning_rate", 0))
     arg = schedule.keyword(keyword) or schedule.positional(pos)
-    if arg is None or mentions_hvd(arg.value, ctx):
+    if arg is None or ctx.facts.contains_size(arg.value) or mentions_hvd(arg.value, ctx):
         return
     edits = _scale_rates(ctx, arg.value) if keyword == "values" else ctx.scale(arg.value, "*")
     yield finding(ctx, "HVD013", arg.value, "initial rate of the learning-rate schedule is not scaled by the number of ranks",
@@ -173,11 +174,25 @@ def _scale_rates(ctx: RuleContext, value) -> list[Edit]:
     return ctx.wrap(value, f"[rate * {ctx.hvd}.size() for rate in ", "]")
 
 
-def _already_wrapped(ctx: RuleContext, b) -> bool:
-    for call in ctx.calls("DistributedOptimizer"):
-        first = call.positional(0) or call.keyword("optimizer")
-        if first is not None and (N.dotted(first.value) == b.name or first.value is b.value):
-            return True
+def _scaled_elsewhere(ctx: RuleContext) -> bool:
+    """The program sets its rate from ``hvd.size()`` after construction: a Horovod warm-up or
+    schedule callback with a scaled ``initial_lr``, ``opt.lr.assign(lr * hvd.size())``,
+    ``K.set_value(model.optimizer.lr, ...)`` (Horovod's elastic examples)."""
+    facts = ctx.facts
+    if not facts.uses_horovod:
+        return False
+    for api in ("callbacks.LearningRateWarmupCallback", "callbacks.LearningRateScheduleCallback"):
+        for call in facts.calls(api):
+            arg = call.keyword("initial_lr")
+            if arg is not None and facts.contains_size(arg.value):
+                return True
+    for method in ("assign", "set_value"):
+        for call in ctx.calls(method):
+            target = call.receiver_dotted() if method == "assign" else N.dotted((call.positional(0) or call).node) if call.args else None
+            value = call.positional(0 if method == "assign" else 1)
+            if target and target.rsplit(".", 1)[-1] in ("lr", "learning_rate") and value is not None \
+                    and facts.contains_size(value.value):
+                return True
     return False
 
 
@@ -202,6 +217,6 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     if inner is None or (ctx.env.role_of_call(inner) or ("",))[0] != "optimizer":
         return
     yield from _scale(ctx, inner)
-    if wraps_optimizer(ctx) and not ctx.blocked("HVD011", inner.node):
+    if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
         yield finding(ctx, "HVD011", inner.node, "optimizer does not average gradients across ranks",
                       Fix(RULES["HVD011"][1], ctx.wrap(inner.node, f"{ctx.hvd}.DistributedOptimizer(", ")")))

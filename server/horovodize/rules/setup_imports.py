@@ -54,7 +54,9 @@ def setup_code(ctx: RuleContext) -> str:
 def setup_site(ctx: RuleContext) -> Finding | None:
     """The HVD001/HVD002 finding with the set-up edit, or None when not applicable."""
     env = ctx.env
-    if env.horovod() or (env.tf_import is None and env.keras_import is None):
+    if ctx.facts.uses_horovod:
+        return _missing_module_import(ctx)
+    if env.tf_import is None and env.keras_import is None:
         return None
     anchor = env.top_imports_end
     code = "HVD002" if ctx.summary.hvd_module.endswith("keras") else "HVD001"
@@ -67,23 +69,61 @@ def setup_site(ctx: RuleContext) -> Finding | None:
     return finding(ctx, code, site_node, message, Fix(RULES[code][1], [edit], needs_setup=False))
 
 
+def _missing_module_import(ctx: RuleContext) -> Finding | None:
+    """A program that uses Horovod only through from-imports (``from horovod.tensorflow import
+    DistributedGradientTape``) gets the module imported once, for the edits that name it."""
+    facts = ctx.facts
+    if facts.module_name is not None or not facts.imports:
+        return None
+    full = next((f for f in facts.locals.values() if f.startswith("horovod.tensorflow.keras") or f.startswith("horovod.keras")),
+                None)
+    module = "horovod.tensorflow.keras" if full else "horovod.tensorflow"
+    code = "HVD002" if full else "HVD001"
+    edit = ctx.insert_after_stmt(N.statement_of(facts.imports[-1]), f"import {module} as {ctx.hvd}", indent="")
+    return finding(ctx, code, facts.imports[-1], "Horovod is imported by member only; the edits need its module",
+                   Fix(RULES[code][1], [edit], needs_setup=False))
+
+
 SETUP_MARKERS = ("init()", "list_physical_devices", "set_memory_growth", "set_visible_devices")
 
 
-def after_setup(ctx: RuleContext) -> int | None:
-    """Offset where module-level state that needs the set-up goes: right after the set-up
-    (where HVD001/HVD002 inserts it, or after an existing one), before any other code."""
-    env = ctx.env
+def after_setup(ctx: RuleContext, at=None) -> int | None:
+    """Offset where state that needs the set-up goes: right after the set-up (where
+    HVD001/HVD002 inserts it, or after an existing one, GPU pinning included), before any
+    other code. When the program initialises Horovod inside the function that holds `at`
+    (``def train(): hvd.init() ...``), right after the set-up in that function: a variable
+    created at module level would touch the GPUs before they are pinned."""
+    env, facts = ctx.env, ctx.facts
     last = env.top_imports_end
-    if env.horovod():
-        for stmt in ctx.source.module.children:
-            if stmt.type in ("funcdef", "classdef", "decorated", "for_stmt", "while_stmt", "with_stmt"):
+    if facts.uses_horovod:
+        block = ctx.source.module
+        fn = _init_function(ctx, at)
+        if fn is not None:
+            block, last = fn.children[-1], None
+        for stmt in block.children:
+            if stmt.type in ("funcdef", "classdef", "decorated", "while_stmt", "with_stmt", "async_stmt"):
                 break
             code = stmt.get_code(include_prefix=False)
             if stmt.type == "simple_stmt" and stmt.children[0].type in ("import_name", "import_from") \
                     or any(m in code for m in SETUP_MARKERS):
                 last = stmt
+            elif stmt.type in ("for_stmt", "if_stmt"):
+                break
     return ctx.stmt_end(last) if last is not None else None
+
+
+def _init_function(ctx: RuleContext, at):
+    """The function holding `at` that calls ``hvd.init()`` itself, when no module-level code does."""
+    facts = ctx.facts
+    inits = facts.init_calls
+    if at is None or not inits or any(N.enclosing(c.node, {"funcdef"}) is None for c in inits):
+        return None
+    for c in inits:
+        fn = N.enclosing(c.node, {"funcdef"})
+        if fn is not None and fn.start_pos <= at.start_pos and at.end_pos <= fn.end_pos \
+                and N.statement_of(c.node).parent is fn.children[-1]:
+            return fn
+    return None
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
