@@ -257,7 +257,7 @@ def diagnose(report: Report):
         yield Finding("error", "TensorFlow is not installed",
                       "The converted programs import tensorflow and horovod.tensorflow.",
                       [_pip(report, "'tensorflow<2.16'"),
-                       f"HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 "
+                       "HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 "
                        + _pip(report, "--no-cache-dir", f"horovod=={HOROVOD_RELEASE}")])
     elif tfv >= (2, 16):
         legacy = (report.tf_use_legacy_keras or "").strip().lower() in ("1", "true", "yes")
@@ -291,9 +291,9 @@ def diagnose(report: Report):
 
     if report.horovod is None:
         yield Finding("error", "Horovod is not installed",
-                      "Horovod compiles against the installed TensorFlow (it needs cmake and a C++17 "
-                      "compiler); install TensorFlow first.",
-                      [f"HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 "
+                      "Horovod compiles against the installed TensorFlow, so install it after TensorFlow "
+                      "(it needs cmake and a C++17 compiler).",
+                      ["HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 "
                        + _pip(report, "--no-cache-dir", f"horovod=={HOROVOD_RELEASE}")])
         return
     b = report.build

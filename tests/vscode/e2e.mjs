@@ -4,7 +4,10 @@
 //   (b) the hover explanation on a restriction diagnostic
 //   (c) the "Make Horovod-distributed" quick fix (Ctrl+.), saved text == `horovodize convert`
 //   (d) the command "Horovodize: Make file Horovod-distributed", saved text == `horovodize convert`
-// and saves a screenshot of each step. Usage: node e2e.mjs CONFIG.json (written by
+//   (e) the stack doctor: the status bar item's verdict and the report document opened by
+//       "Horovodize: Show Horovod stack report (doctor)" (interpreter, versions, fixes)
+// and saves a screenshot of each step. Scenario "doctor" runs only (e) (after the status
+// bar shows the file's loop, i.e. the server runs). Usage: node e2e.mjs CONFIG.json (written by
 // test_vscode_e2e.py). Exit code 0 on success; on failure the reason is printed, a
 // screenshot is written to config.failureScreenshot and the exit code is 1.
 
@@ -121,8 +124,8 @@ async function goTo(page, line, column) {
   }, T.short);
 }
 
-async function statusText(page) {
-  const item = page.locator('.statusbar-item', { hasText: 'Horovod:' }).first();
+async function statusText(page, label = 'Horovod:') {
+  const item = page.locator('.statusbar-item', { hasText: label }).first();
   return (await item.count()) > 0 ? (await item.innerText()).trim() : '';
 }
 
@@ -158,15 +161,53 @@ async function saveAndCompare(page, name) {
   log(`${name}: saved text equals \`horovodize convert ${name}\` (${saved.split('\n').length} lines)`);
 }
 
-// ------------------------------------------------------------------ the scenario
+// ------------------------------------------------------------------ the scenarios
 
-async function scenario(page) {
+async function openWorkbench(page) {
   const url = `${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`;
   log(`open ${url}`);
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: T.long });
   await page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: T.long });
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'train.py' }).first().waitFor({ timeout: T.long });
   log('workbench loaded');
+}
+
+// (e) the stack doctor's verdict in the status bar, and its full report.
+async function doctorStep(page) {
+  const want = cfg.doctor;
+  await poll(`the status bar item "${want.status}" (now: "${await statusText(page, 'Horovod stack')}")`,
+    async () => (await statusText(page, 'Horovod stack')) === want.status, T.long);
+  const tooltip = await page.locator('.statusbar-item', { hasText: 'Horovod stack' }).first().getAttribute('aria-label');
+  log(`stack status bar item: ${await statusText(page, 'Horovod stack')} (aria-label: ${tooltip})`);
+  await runCommand(page, 'Horovodize: Show Horovod stack report (doctor)');
+  await poll('the report tab', async () => {
+    const label = await page.locator('.tabs-container .tab.active').first().getAttribute('aria-label');
+    return label !== null && label.includes('Horovod stack report');
+  });
+  const lines = page.locator('.editor-instance .monaco-editor .view-lines').first();
+  const text = await poll('the report to name the interpreter and its fixes', async () => {
+    const t = (await lines.innerText()).replace(/\u00a0/g, ' ');
+    return want.report.every((line) => t.split('\n').some((l) => l.replace(/\s+$/, '').startsWith(line))) ? t : false;
+  }, T.mid).catch(async (err) => {
+    const t = (await lines.innerText()).replace(/\u00a0/g, ' ');
+    const missing = want.report.filter((line) => !t.split('\n').some((l) => l.replace(/\s+$/, '').startsWith(line)));
+    fail(`the stack report lacks ${JSON.stringify(missing)} (${err.message}); it shows:\n${t}`);
+  });
+  log(`stack report:\n${text.split('\n').map((l) => `    ${l}`).join('\n')}`);
+  await dismissNotifications(page);
+  await shot(page, 'vscode-doctor.png');
+}
+
+async function doctorScenario(page) {
+  await openWorkbench(page);
+  await openFile(page, 'train.py');
+  await waitStatus(page, /Horovod: GradientTape/, 'Horovod: GradientTape ...');
+  log(`status bar: ${await statusText(page)}`);
+  await doctorStep(page);
+}
+
+async function scenario(page) {
+  await openWorkbench(page);
 
   // ---- (a) HVD100 in the Problems panel for train.py
   await openFile(page, 'train.py');
@@ -252,6 +293,9 @@ async function scenario(page) {
   log(`status bar: ${await statusText(page)}`);
   await dismissNotifications(page);
   await shot(page, 'vscode-converted.png');
+
+  // ---- (e) the stack doctor for the interpreter the client found
+  await doctorStep(page);
 }
 
 // ------------------------------------------------------------------ main
@@ -272,7 +316,7 @@ try {
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(T.mid);
   page.on('pageerror', (err) => log(`page error: ${err.message}`));
-  await scenario(page);
+  await (cfg.scenario === 'doctor' ? doctorScenario(page) : scenario(page));
   log('all checks passed');
 } catch (err) {
   code = 1;

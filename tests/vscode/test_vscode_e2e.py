@@ -2,8 +2,13 @@
 
 Everything it needs is prepared by ``make vscode-env`` (scripts/vscode_env.sh): code-server
 4.100.3 in .cache/code-server, the .vsix in vscode-client/, playwright-core in
-tests/vscode/node_modules, and Debian's chromium. The language server is the project venv's
-(``sys.executable`` of this pytest, i.e. .venv/bin/python) ``python -m horovodize serve``.
+tests/vscode/node_modules, and Debian's chromium. Only the .vsix is installed: the language
+server is the one bundled in it, run by a "user" interpreter that has neither horovodize nor
+pygls (a bare venv whose package metadata says TensorFlow 2.16 + Keras 3, so the stack doctor
+has something to report). Without the Python extension the client falls back to the
+``python3`` on code-server's PATH (that venv first); with it (a local build of an extension
+with the id ms-python.python that answers the Python extension's public environments API:
+the real one is not on the npm registry) it uses the interpreter that API selects.
 
 The browser part lives in e2e.mjs; this file builds the workspace, computes the expected
 conversions with ``horovodize convert``, runs code-server in its own process group, runs the
@@ -35,9 +40,12 @@ VSIX = ROOT / "vscode-client" / "horovodize-0.1.0.vsix"
 PLAYWRIGHT = HERE / "node_modules" / "playwright-core"
 SCRIPT = HERE / "e2e.mjs"
 CHROMIUM = Path("/usr/bin/chromium")
-# Screenshots of each step go to docs/images (used by docs/vscode.md); override to keep the
-# work tree clean, e.g. HOROVODIZE_E2E_SCREENSHOTS=/tmp/shots.
-IMAGES = Path(os.environ.get("HOROVODIZE_E2E_SCREENSHOTS", ROOT / "docs" / "images"))
+# Screenshots of each step go to an ignored folder; HOROVODIZE_UPDATE_SCREENSHOTS=1 refreshes
+# the documented ones in docs/images (used by README.md and docs/vscode.md) on purpose.
+IMAGES = Path(os.environ.get("HOROVODIZE_E2E_SCREENSHOTS")
+              or (ROOT / "docs" / "images" if os.environ.get("HOROVODIZE_UPDATE_SCREENSHOTS") == "1"
+                  else ROOT / ".cache" / "vscode-e2e" / "screenshots"))
+VSCE = ROOT / "vscode-client" / "node_modules" / ".bin" / "vsce"
 
 RESTRICTION = "HVD-R4"  # a print with a side effect (a walrus) in TRAIN_PY
 SCRIPT_TIMEOUT = int(os.environ.get("HOROVODIZE_E2E_TIMEOUT", "420"))  # seconds for the browser session
@@ -228,6 +236,22 @@ def vscode_env() -> dict[str, Path]:
     return require_env()
 
 
+def user_python(root: Path, dists: dict[str, str]) -> Path:
+    """A bare venv (no pip, no horovodize, no pygls) whose metadata lists ``dists``."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    python = root / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    for name, version in dists.items():
+        info = Path(purelib) / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for module in ("horovodize", "pygls", "lsprotocol", "parso"):
+        probe = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, timeout=60)
+        assert probe.returncode != 0, f"{python} can import {module}: the test needs an interpreter without it"
+    return python
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, vscode_env) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("vscode-e2e")
@@ -235,8 +259,7 @@ def workspace(tmp_path_factory, vscode_env) -> dict[str, Path]:
     (ws / ".vscode").mkdir(parents=True)
     (ws / "train.py").write_text(TRAIN_PY, encoding="utf-8")
     (ws / "keras_train.py").write_text(KERAS_TRAIN_PY, encoding="utf-8")
-    (ws / ".vscode" / "settings.json").write_text(
-        json.dumps({"horovodize.interpreter": sys.executable}, indent=2) + "\n", encoding="utf-8")
+    (ws / ".vscode" / "settings.json").write_text("{}\n", encoding="utf-8")   # no horovodize.interpreter
     expected = base / "expected"
     expected.mkdir()
     for name in ("train.py", "keras_train.py"):
@@ -255,23 +278,73 @@ def workspace(tmp_path_factory, vscode_env) -> dict[str, Path]:
     # The hover renders the explanation's markdown: look for its title line as plain text.
     title = next(line for line in explain.stdout.splitlines() if line.strip())
     hover_text = title.lstrip("#").strip().replace("`", "").replace("*", "")
-    return {"base": base, "ws": ws, "expected": expected, "hover_text": hover_text}
+    # The interpreters the editor may pick: python3 on PATH (no Python extension) and the one
+    # the Python extension selects. Neither can import horovodize or pygls.
+    path_py = user_python(base / "path-venv", {"tensorflow": "2.16.1", "keras": "3.3.3"})
+    selected_py = user_python(base / "selected-venv", {"tensorflow-cpu": "2.15.1", "keras": "2.15.0"})
+    return {"base": base, "ws": ws, "expected": expected, "hover_text": hover_text,
+            "path_python": path_py, "selected_python": selected_py}
 
 
-@pytest.fixture(scope="module")
-def code_server(request, vscode_env, workspace):
-    base = workspace["base"]
+PYTHON_STUB_JS = """\
+// Answers the Python extension's public environments API (@vscode/python-extension) the
+// way ms-python.python does, with one selected environment.
+const vscode = require('vscode');
+const ENV = %(env)s;
+const EXE = %(exe)s;
+exports.activate = function () {
+  const never = () => ({ dispose() {} });
+  return {
+    environments: {
+      getActiveEnvironmentPath: () => ({ id: ENV, path: ENV }),
+      resolveEnvironment: async () => ({ id: ENV, path: ENV, executable: { uri: vscode.Uri.file(EXE) } }),
+      onDidChangeActiveEnvironmentPath: never,
+    },
+  };
+};
+"""
+
+
+def build_python_extension(out: Path, env_dir: Path, exe: Path) -> Path:
+    """A .vsix with the id ms-python.python whose API selects ``exe`` (in ``env_dir``)."""
+    src = out / "ms-python-stub"
+    src.mkdir(parents=True)
+    (src / "package.json").write_text(json.dumps({
+        "name": "python", "publisher": "ms-python", "displayName": "Python (API stand-in)", "version": "2025.0.0",
+        "license": "MIT", "engines": {"vscode": "^1.100.0"}, "main": "./extension.js",
+        "activationEvents": ["onStartupFinished"],
+    }, indent=2))
+    (src / "extension.js").write_text(PYTHON_STUB_JS % {"env": json.dumps(str(env_dir)), "exe": json.dumps(str(exe))})
+    (src / "LICENSE").write_text("MIT\n")
+    (src / "README.md").write_text("Stand-in for the Python extension's environments API (tests only).\n")
+    vsix = out / "ms-python-stub.vsix"
+    proc = subprocess.run([str(VSCE), "package", "--no-dependencies", "--allow-missing-repository", "-o", str(vsix)],
+                          cwd=src, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0 and vsix.exists(), f"vsce package failed:\n{proc.stdout}\n{proc.stderr}"
+    return vsix
+
+
+def start_code_server(request, vscode_env, workspace, name: str, extra_vsix: list[Path]) -> dict:
+    base = workspace["base"] / name
     ext_dir, data_dir = base / "extensions", base / "user-data"
     (data_dir / "User").mkdir(parents=True)
     (data_dir / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
     env = dict(os.environ, XDG_CONFIG_HOME=str(base / "xdg-config"), XDG_DATA_HOME=str(base / "xdg-data"))
-    env.pop("VSCODE_IPC_HOOK_CLI", None)
-    install = subprocess.run(
-        [str(vscode_env["code_server"]), "--install-extension", str(vscode_env["vsix"]),
-         "--extensions-dir", str(ext_dir), "--user-data-dir", str(data_dir)],
-        capture_output=True, text=True, timeout=180, env=env, start_new_session=True)
-    assert install.returncode == 0 and "successfully installed" in install.stdout, (
-        f"installing the .vsix failed:\n{install.stdout}\n{install.stderr}")
+    for var in ("VSCODE_IPC_HOOK_CLI", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+        env.pop(var, None)
+    # Without the Python extension the client runs `python3`: the first on PATH is the user venv's.
+    # VSCODE_CLI=1 says this environment is already the user's, as when `code` is started from a
+    # terminal, so the server does not replace PATH with the one of a login shell (whose rc files
+    # may put another python3 first).
+    env["PATH"] = f"{workspace['path_python'].parent}{os.pathsep}{env.get('PATH', '')}"
+    env["VSCODE_CLI"] = "1"
+    for vsix in [vscode_env["vsix"], *extra_vsix]:   # the .vsix, and nothing else of the project
+        install = subprocess.run(
+            [str(vscode_env["code_server"]), "--install-extension", str(vsix),
+             "--extensions-dir", str(ext_dir), "--user-data-dir", str(data_dir)],
+            capture_output=True, text=True, timeout=180, env=env, start_new_session=True)
+        assert install.returncode == 0 and "successfully installed" in install.stdout, (
+            f"installing {vsix.name} failed:\n{install.stdout}\n{install.stderr}")
 
     port = free_port()
     config = base / "code-server.yaml"
@@ -308,29 +381,20 @@ def code_server(request, vscode_env, workspace):
     return {"url": url, "proc": proc, "log": log_path, "data_dir": data_dir}
 
 
-# ------------------------------------------------------------------ the test
-def test_extension_in_code_server(request, tmp_path):
-    require_env()  # checked in the test body so that a missing environment is a failure
-    workspace = request.getfixturevalue("workspace")
-    code_server = request.getfixturevalue("code_server")
+@pytest.fixture(scope="module")
+def code_server(request, vscode_env, workspace):
+    return start_code_server(request, vscode_env, workspace, "no-python-extension", [])
+
+
+# ------------------------------------------------------------------ the tests
+def run_script(tmp_path, code_server, config: dict) -> str:
+    """Run e2e.mjs with ``config``; its output, or a test failure with the logs."""
     IMAGES.mkdir(parents=True, exist_ok=True)
-    ws, expected = workspace["ws"], workspace["expected"]
-    config = {
-        "url": code_server["url"],
-        "workspace": str(ws),
-        "chromium": str(CHROMIUM),
-        "screenshots": str(IMAGES),
-        "failureScreenshot": str(tmp_path / "failure.png"),
-        "browserProfile": str(tmp_path / "chromium-profile"),
-        "restriction": {"code": RESTRICTION, "hoverText": workspace["hover_text"]},
-        "files": {
-            name: {"path": str(ws / name), "expected": str(expected / name)}
-            for name in ("train.py", "keras_train.py")
-        },
-    }
+    config = dict(config, url=code_server["url"], chromium=str(CHROMIUM), screenshots=str(IMAGES),
+                  failureScreenshot=str(tmp_path / "failure.png"),
+                  browserProfile=str(tmp_path / "chromium-profile"))
     config_path = tmp_path / "e2e.json"
     config_path.write_text(json.dumps(config, indent=2))
-
     proc = subprocess.Popen(["node", str(SCRIPT), str(config_path)], cwd=HERE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                             start_new_session=True)
@@ -352,6 +416,61 @@ def test_extension_in_code_server(request, tmp_path):
             pytrace=False,
         )
     print(out)
+    return out
+
+
+def doctor_expectations(python: Path, source: str, verdict: str, lines: list[str]) -> dict:
+    """What the stack item and the report document must show for ``python`` (report lines
+    start with these)."""
+    return {"status": f"Horovod stack: {verdict}",
+            "report": [f"Interpreter: {python.name if source == 'default' else python} ({source})",
+                       f"horovodize doctor: {python} (Python ", *lines]}
+
+
+def test_extension_in_code_server(request, tmp_path):
+    """Only the .vsix, no Python extension: diagnostics, hover, quick fix, command and the
+    stack doctor for the `python3` on PATH (TensorFlow 2.16 + Keras 3 without tf_keras)."""
+    require_env()  # checked in the test body so that a missing environment is a failure
+    workspace = request.getfixturevalue("workspace")
+    code_server = request.getfixturevalue("code_server")
+    ws, expected = workspace["ws"], workspace["expected"]
+    path_py = workspace["path_python"].parent / "python3"
+    run_script(tmp_path, code_server, {
+        "scenario": "full",
+        "workspace": str(ws),
+        "restriction": {"code": RESTRICTION, "hoverText": workspace["hover_text"]},
+        "files": {
+            name: {"path": str(ws / name), "expected": str(expected / name)}
+            for name in ("train.py", "keras_train.py")
+        },
+        "doctor": doctor_expectations(path_py, "default", "not ready", [
+            "  TensorFlow           2.16.1 (tensorflow)",
+            "Verdict: not ready: TensorFlow 2.16.1 needs tf_keras for Horovod (+1 more)",
+            f"  fix: {path_py} -m pip install 'tf_keras~=2.16.0'",
+            "       export TF_USE_LEGACY_KERAS=1",
+        ]),
+    })
     # The saved files are exactly what `horovodize convert` prints.
     for name in ("train.py", "keras_train.py"):
         assert (ws / name).read_text(encoding="utf-8") == (expected / name).read_text(encoding="utf-8"), name
+
+
+def test_python_extension_interpreter(request, tmp_path):
+    """With an extension ms-python.python installed, the client starts the bundled server
+    with the interpreter its environments API selects (resolved from an environment folder
+    to the executable), and the doctor reports on that interpreter, not on `python3`."""
+    require_env()
+    workspace = request.getfixturevalue("workspace")
+    vscode_env = request.getfixturevalue("vscode_env")
+    selected = workspace["selected_python"]
+    stub = build_python_extension(tmp_path / "stub", selected.parent.parent, selected)
+    code_server = start_code_server(request, vscode_env, workspace, "python-extension", [stub])
+    run_script(tmp_path, code_server, {
+        "scenario": "doctor",
+        "workspace": str(workspace["ws"]),
+        "doctor": doctor_expectations(selected, "Python extension", "not ready", [
+            "  TensorFlow           2.15.1 (tensorflow-cpu)",
+            "Verdict: not ready: Horovod is not installed",
+            f"  fix: HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 {selected} -m pip install --no-cache-dir horovod==0.28.1",
+        ]),
+    })
