@@ -1,8 +1,9 @@
 """``horovodize check | convert | explain | serve | verify``: a thin adapter over the engine.
 
 Exit codes: 0 no findings / success, 1 findings, 2 usage or I/O errors (argparse's own
-usage errors exit 2 as well). Nothing is ever half-written: ``--write`` goes through a
-temporary file in the same directory and a rename, and only when the result parses.
+usage errors exit 2 as well). Nothing is ever half-written: ``--write`` writes only a
+result that parses, to a file that still holds what was read, through a temporary file in
+the same directory and a rename (a hard-linked file is rewritten in place); see `write_back`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import argparse
 import difflib
 import json
 import os
+import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -36,9 +39,11 @@ class UserError(Exception):
         return str(self) if self.located else f"horovodize: {self}"
 
 
-def read_source(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file. Anything else gets a one-line error at once: a FIFO or
+    a device is opened without blocking and refused, never read."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file")
     except IsADirectoryError:
@@ -47,6 +52,20 @@ def read_source(path: Path) -> str:
         raise UserError(f"{path}: permission denied")
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror or e}")
+    with open(fd, "rb") as fh:
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise UserError(f"{path}: is a directory")
+            if not stat.S_ISREG(mode):
+                raise UserError(f"{path}: not a regular file")
+            return fh.read()
+        except OSError as e:
+            raise UserError(f"{path}: cannot read: {e.strerror or e}")
+
+
+def read_source(path: Path) -> str:
+    data = read_bytes(path)
     if not data.strip():
         raise UserError(f"{path}: file is empty")
     try:
@@ -56,23 +75,34 @@ def read_source(path: Path) -> str:
     return text
 
 
-def python_files(paths: list[str]) -> list[Path]:
+def python_files(paths: list[str]) -> tuple[list[Path], list[Path]]:
+    """(files to read, empty files skipped). Below a directory, a file with nothing but
+    whitespace (an ``__init__.py``) has nothing to convert and is skipped (and said so); a
+    named file is always read."""
     out: list[Path] = []
+    skipped: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            # Below a directory, empty files (``__init__.py``) have nothing to convert: skipped.
-            out += sorted(f for f in p.rglob("*.py")
-                          if not any(part.startswith(".") for part in f.relative_to(p).parts) and not _empty(f))
+            for f in sorted(p.rglob("*.py")):
+                if not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    (skipped if _blank(f) else out).append(f)
         else:
             out.append(p)
-    return out
+    for f in skipped:
+        print(f"{f}: empty, skipped", file=sys.stderr)
+    return out, skipped
 
 
-def _empty(path: Path) -> bool:
+def _blank(path: Path) -> bool:
     try:
-        return path.is_file() and path.stat().st_size == 0
-    except OSError:
-        return False
+        st = path.stat()
+        return stat.S_ISREG(st.st_mode) and (st.st_size == 0 or (st.st_size <= 4096 and not read_bytes(path).strip()))
+    except (OSError, UserError):
+        return False                      # reading it again reports the error
+
+
+def _located(path: Path, e: ParseError) -> UserError:
+    return UserError(f"{path}:{e.line}:{e.column}: {e.kind}: {e.message}", located=True)
 
 
 # -- check ---------------------------------------------------------------------------------
@@ -81,7 +111,7 @@ def cmd_check(args) -> int:
     if args.select and not select:
         raise UserError(f"unknown code(s): {', '.join(args.select)}")
     results, errors = [], 0
-    for path in python_files(args.paths):
+    for path in python_files(args.paths)[0]:
         try:
             text = read_source(path)
         except UserError as e:
@@ -90,11 +120,15 @@ def cmd_check(args) -> int:
             continue
         analysis = analyze(text, select)
         src = analysis.source
-        old = py2.find(text) if src.syntax_issues else None
+        old = py2.find(text) if analysis.error is None and src.syntax_issues else None
         if old is not None:     # a Python 2 file: one clear line, no findings on a misparse
             print(f"{path}:{old.line}:{old.column}: {old.message}", file=sys.stderr)
             errors += 1
             continue
+        problem = analysis.error or _parse_error(src)
+        if problem is not None:          # findings parso recovered are still listed; exit 2
+            print(_located(path, problem).line(), file=sys.stderr)
+            errors += 1
         for f in analysis.findings:
             (l1, c1), (l2, c2) = src.position(f.start), src.position(f.end)
             results.append({
@@ -121,6 +155,14 @@ def _one_based(pos):
     return pos[0] + 1, pos[1] + 1
 
 
+def _parse_error(source: Source) -> ParseError | None:
+    try:
+        source.check_parses()
+    except ParseError as e:
+        return e
+    return None
+
+
 # -- convert -------------------------------------------------------------------------------
 def convert_file(path: Path) -> tuple[str, str]:
     """(original, converted); raises UserError on bad input (syntax errors included)."""
@@ -128,19 +170,59 @@ def convert_file(path: Path) -> tuple[str, str]:
     try:
         return text, convert_text(text)
     except ParseError as e:
-        raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
+        raise _located(path, e)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Temporary file in the same directory, then rename: the file is never half-written."""
-    Source(text).check_parses()
-    mode = path.stat().st_mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def write_back(path: Path, before: str, after: str) -> None:
+    """Replace the text of `path`, read as `before`, by `after`.
+
+    Through a symbolic link the target is written (the link stays a link); mode and owner
+    are kept. A file nobody may write (0444) or one that no longer holds `before` (edited
+    since it was read) is refused with a one-line error. A file with one name is replaced
+    atomically (temporary file in its directory, then rename); a hard-linked file, or one
+    whose owner a new file could not keep, is rewritten in place so every name sees the
+    new text. The result must parse, or nothing is written.
+    """
+    Source(after).check_parses()
+    real = Path(os.path.realpath(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode & 0o7777)
-        os.replace(tmp, path)
+        st = os.stat(real)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror or e}")
+    if not st.st_mode & 0o222:
+        raise UserError(f"{path}: is read-only; not written")
+    if not os.access(real, os.W_OK):
+        raise UserError(f"{path}: permission denied; not written")
+    if read_bytes(real) != before.encode("utf-8"):
+        raise UserError(f"{path}: changed since it was read; not written (run the conversion again)")
+    data = after.encode("utf-8")
+    if st.st_nlink == 1 and os.access(real.parent, os.W_OK | os.X_OK) and _replace(real, data, st):
+        return
+    with open(real, "r+b") as fh:           # in place: hard links (and an owner we cannot set) kept
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _replace(real: Path, data: bytes, st: os.stat_result) -> bool:
+    """Atomic replacement keeping mode and owner; False (nothing changed) when the owner
+    cannot be kept."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                os.unlink(tmp)
+                return False
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, real)
+        return True
     except BaseException:
         try:
             os.unlink(tmp)
@@ -149,10 +231,32 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def patch_lines(text: str) -> list[str]:
+    """Lines as ``patch`` and ``git apply`` see them: ended by ``\\n`` only (a form feed, a
+    lone ``\\r`` or a U+2028 is part of its line); the last may lack the ``\\n``."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def diff_name(path: Path) -> str:
+    """The path in a diff header: relative to the working directory when below it, else
+    without its leading ``/`` (``a/tmp/x.py``, not ``a//tmp/x.py``)."""
+    if path.is_absolute():
+        try:
+            path = path.relative_to(Path.cwd())
+        except ValueError:
+            return path.as_posix().lstrip("/")
+    return path.as_posix()
+
+
 def unified_diff(path: Path, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{path}", tofile=f"b/{path}"))
+    """A unified diff that GNU ``patch -p1`` and ``git apply`` accept: a last line without
+    a line break gets the ``\\ No newline at end of file`` marker."""
+    name = diff_name(path)
+    out = []
+    for line in difflib.unified_diff(patch_lines(before), patch_lines(after),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def cmd_convert(args) -> int:
@@ -160,9 +264,9 @@ def cmd_convert(args) -> int:
     if target.is_dir():
         if not (args.diff or args.write):
             raise UserError(f"{target}: is a directory; use --diff or --write to convert every .py below it")
-        files = python_files([args.path])
+        files, skipped = python_files([args.path])
     else:
-        files = [target]
+        files, skipped = [target], []
     if args.output and (len(files) != 1 or target.is_dir()):
         raise UserError("-o/--output takes a single input file")
     failures, changed = 0, 0
@@ -172,22 +276,31 @@ def cmd_convert(args) -> int:
         try:
             before, after = convert_file(path)
         except UserError as e:
-            if len(files) == 1:
+            if path == target:
                 raise
             print(e.line(), file=sys.stderr)
             failures += 1
             continue
         changed += before != after
+        if before == after and len(files) == 1:
+            print(f"{path}: nothing to change", file=sys.stderr)
         if args.diff:
             sys.stdout.write(unified_diff(path, before, after))
         if args.write:
             if before != after:
                 try:
-                    write_atomic(path, after)
-                except ParseError as e:
-                    raise UserError(f"{path}: conversion does not parse ({e}); file left unchanged")
-                except OSError as e:
-                    raise UserError(f"{path}: cannot write: {e.strerror or e}")
+                    try:
+                        write_back(path, before, after)
+                    except ParseError as e:
+                        raise UserError(f"{path}: conversion does not parse ({e}); file left unchanged")
+                    except OSError as e:
+                        raise UserError(f"{path}: cannot write: {e.strerror or e}")
+                except UserError as e:
+                    if path == target:
+                        raise
+                    print(e.line(), file=sys.stderr)      # the other files are still converted
+                    failures += 1
+                    changed -= 1
         elif args.output:
             out = Path(args.output)
             try:
@@ -196,8 +309,9 @@ def cmd_convert(args) -> int:
                 raise UserError(f"{out}: cannot write: {e.strerror or e}")
         elif not args.diff:
             sys.stdout.write(after)
-    if len(files) > 1:
-        print(f"{len(files)} file(s), {changed} converted, {failures} failed", file=sys.stderr)
+    if target.is_dir():
+        empty = f", {len(skipped)} empty skipped" if skipped else ""
+        print(f"{len(files)} file(s), {changed} converted, {failures} failed{empty}", file=sys.stderr)
     return 2 if failures else 0
 
 

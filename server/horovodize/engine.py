@@ -18,7 +18,7 @@ from .hvd_facts import HvdFacts
 from .loop import LOOP_CODES, Summary, summarize
 from .rules import RULE_MODULES, stack_traps
 from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
-from .source import Edit, ParseError, Source, apply_edits
+from .source import Edit, ParseError, Source, TooDeep, apply_edits
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     setup: Finding | None = None
     internal_errors: list[str] = field(default_factory=list)
+    error: ParseError | None = None                 # TooDeep: the tree was not analysed
     facts: HvdFacts | None = None                   # what the program already does with Horovod
 
     @property
@@ -105,6 +106,9 @@ def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
     analysis = Analysis(source)
     try:
         _run(analysis)
+    except (TooDeep, RecursionError) as e:    # pathological nesting: a clean, empty result
+        analysis.error = e if isinstance(e, TooDeep) else TooDeep("too deeply nested to analyse", 1, 1)
+        analysis.findings, analysis.setup = [], None
     except Exception:
         log.exception("analysis failed")
         analysis.internal_errors.append(traceback.format_exc())
@@ -173,7 +177,10 @@ def convert_text(text: str) -> str:
     """The whole-file conversion; raises `ParseError` when the input does not parse."""
     source = Source(text)
     source.check_parses()
-    return analyze(text, module=source.module).converted()
+    analysis = analyze(text, module=source.module)
+    if analysis.error is not None:
+        raise analysis.error
+    return analysis.converted()
 
 
 __all__ = ["Analysis", "analyze", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import nodes as N
-from .source import Source
+from .source import MAX_DEPTH, Source, TooDeep
 
 # Keras optimizer classes and their default learning rates (Keras 2.15 / TF 2.15).
 KERAS_OPTIMIZERS = {
@@ -169,11 +169,15 @@ class Index:
 
 def build_index(module) -> Index:
     """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry).
-    Pathologically nested code falls back to the same walk with an explicit stack."""
+    A tree deeper than `MAX_DEPTH` raises `TooDeep` (later passes recurse too); a caller
+    already deep in the stack falls back to the same walk with an explicit stack."""
     idx = Index()
     names = idx.names
 
-    def visit(node, owner):
+    def visit(node, owner, depth):
+        if depth > MAX_DEPTH:
+            raise TooDeep.at(node)            # the explicit bound (source.MAX_DEPTH)
+        depth += 1
         for child in node.children:
             if child.type == "name":
                 found = names.get(child.value)
@@ -182,10 +186,10 @@ def build_index(module) -> Index:
                 else:
                     found.append(child)
             elif hasattr(child, "children"):
-                visit(child, _record(idx, child, owner))
+                visit(child, _record(idx, child, owner), depth)
 
     try:
-        visit(module, module)     # a parso Module (file_input): nothing to record for the root
+        visit(module, module, 0)  # a parso Module (file_input): nothing to record for the root
     except RecursionError:
         idx = Index()
         stack = [(child, module) for child in reversed(module.children)]

@@ -19,8 +19,17 @@ from parso.python import tree as pt
 GRAMMAR = parso.load_grammar(version="3.13")
 
 
+# Deepest parso tree analysed (each bracket, call, lambda or block adds one or two levels;
+# a 10,000-line training program is about 15 deep). parso and the analysis walk trees
+# recursively, up to four frames a level: this explicit bound keeps them far from Python's
+# recursion limit, so pathological input gets a clean `TooDeep` instead of a RecursionError.
+MAX_DEPTH = 150
+
+
 class ParseError(Exception):
     """The text is not valid Python; carries the first error's 1-based line/column."""
+
+    kind = "syntax error"
 
     def __init__(self, message: str, line: int, column: int):
         super().__init__(message)
@@ -29,7 +38,32 @@ class ParseError(Exception):
         self.column = column
 
     def __str__(self) -> str:
-        return f"{self.line}:{self.column}: syntax error: {self.message}"
+        return f"{self.line}:{self.column}: {self.kind}: {self.message}"
+
+
+class TooDeep(ParseError):
+    """The tree is deeper than `MAX_DEPTH`: not analysed (nor converted)."""
+
+    kind = "too deeply nested"
+
+    @classmethod
+    def at(cls, node) -> TooDeep:
+        line, column = node.start_pos
+        return cls(f"more than {MAX_DEPTH} levels of brackets, calls or blocks; not analysed", line, column + 1)
+
+
+def nesting_error(module, limit: int = MAX_DEPTH) -> TooDeep | None:
+    """`TooDeep` at the first node deeper than `limit` (an explicit stack: no recursion)."""
+    stack = [(module, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return TooDeep.at(node)
+        for child in node.children:
+            if hasattr(child, "children"):
+                push((child, depth + 1))
+    return None
 
 
 @dataclass(frozen=True, order=True)
@@ -127,7 +161,11 @@ class Source:
         return issues
 
     def check_parses(self) -> None:
-        """Raise `ParseError` for the first syntax error, if any."""
+        """Raise `ParseError` for the first syntax error, if any (`TooDeep` first: parso's
+        error finder recurses)."""
+        deep = nesting_error(self.module)
+        if deep is not None:
+            raise deep
         if self.syntax_issues:
             first = min(self.syntax_issues, key=lambda i: i.start)
             line, col = self.position(first.start)
