@@ -51,6 +51,8 @@ SPECS = [
          per_rank={"steps": {0: 24 // SIZE, 1: 24 // SIZE}}),
     Spec("checkpoint_save.py", {"lr": 0.001}, [r"epoch 1 loss"], ["ckpt"]),
     Spec("estimator_v1.py", {"lr": 0.001}, [r"trained; global step"], ["estimator"]),
+    Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
+    Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
 ]
 
 
