@@ -1,0 +1,270 @@
+"""Scripts as people write them today (issue 12): Keras 3 / keras_core, entry points that
+take a function, tapes that do not train, XLA steps, CPU-forcing environments and
+tf.distribute programs. Each program is analysed and converted; the conversion parses."""
+
+from horovodize.source import Source
+
+KERAS3_SEQUENTIAL = """\
+import keras
+from keras import layers
+
+model = keras.Sequential([keras.Input(shape=(28, 28)), layers.Flatten(), layers.Dense(10)])
+model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
+model.fit(x_train, y_train, batch_size=128, epochs=2, callbacks=[keras.callbacks.ModelCheckpoint("m.keras")])
+"""
+
+KERAS_CORE_FUNCTIONAL = """\
+import keras_core as keras
+from keras_core import layers, ops
+
+inputs = keras.Input(shape=(784,))
+x = layers.Dense(64, activation="relu")(inputs)
+x = layers.Lambda(lambda t: ops.relu(t))(x)
+model = keras.Model(inputs, layers.Dense(10)(x))
+model.compile(optimizer="adam", loss="mse")
+model.fit(x_train, y_train, epochs=3)
+"""
+
+KERAS3_CUSTOM_TRAIN_STEP = """\
+import keras
+import tensorflow as tf
+
+
+class CustomModel(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply(gradients, self.trainable_variables)
+        return {"loss": loss}
+
+
+inputs = keras.Input(shape=(32,))
+model = CustomModel(inputs, keras.layers.Dense(1)(inputs))
+model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+model.fit(x, y, epochs=3)
+"""
+
+WGAN_GP = """\
+import tensorflow as tf
+
+generator = tf.keras.Sequential([tf.keras.layers.Dense(4)])
+discriminator = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+d_optimizer = tf.keras.optimizers.Adam(2e-4)
+
+
+def gradient_penalty(real, fake):
+    alpha = tf.random.uniform([tf.shape(real)[0], 1])
+    interpolated = real + alpha * (fake - real)
+    with tf.GradientTape() as gp_tape:
+        gp_tape.watch(interpolated)
+        pred = discriminator(interpolated, training=True)
+    grads = gp_tape.gradient(pred, [interpolated])[0]
+    norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=[1]))
+    return tf.reduce_mean((norm - 1.0) ** 2)
+
+
+@tf.function
+def train_step(real):
+    noise = tf.random.normal([tf.shape(real)[0], 4])
+    with tf.GradientTape() as tape:
+        fake = generator(noise, training=True)
+        d_cost = tf.reduce_mean(discriminator(fake)) - tf.reduce_mean(discriminator(real))
+        d_loss = d_cost + 10.0 * gradient_penalty(real, fake)
+    d_gradient = tape.gradient(d_loss, discriminator.trainable_variables)
+    d_optimizer.apply_gradients(zip(d_gradient, discriminator.trainable_variables))
+    return d_loss
+
+
+for _ in range(3):
+    train_step(tf.random.normal([8, 4]))
+"""
+
+SALIENCY = """\
+import tensorflow as tf
+import matplotlib.pyplot as plt
+
+model = tf.keras.applications.MobileNetV2()
+image = tf.random.uniform([1, 224, 224, 3])
+with tf.GradientTape() as tape:
+    tape.watch(image)
+    top = tf.reduce_max(model(image), axis=1)
+grads = tape.gradient(top, image)
+plt.imshow(tf.reduce_max(tf.abs(grads), axis=-1)[0])
+
+x = tf.Variable(3.0)
+with tf.GradientTape() as t2:
+    y = x * x
+print(t2.gradient(y, x))
+"""
+
+ENTRY_POINTS = """\
+import functools
+from absl import app
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.Adam(0.01)
+
+
+def train_step(x, y, scale):
+    with tf.GradientTape() as tape:
+        loss = scale * tf.reduce_mean((model(x) - y) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+def main(argv):
+    step = tf.function(functools.partial(train_step, scale=1.0))
+    train = tf.function(train_step)
+    for _ in range(10):
+        step(tf.ones([4, 2]), tf.ones([4, 1]))
+        train(tf.ones([4, 2]), tf.ones([4, 1]), 1.0)
+
+
+if __name__ == "__main__":
+    tf.compat.v1.app.run(main)
+"""
+
+XLA_STEP = """\
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.Adam(0.01)
+
+
+@tf.function(jit_compile=True)
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+for _ in range(3):
+    train_step(tf.ones([2, 2]), tf.ones([2, 1]))
+"""
+
+STRATEGY = """\
+import tensorflow as tf
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+print("training")
+model.fit(strategy.experimental_distribute_dataset(ds), epochs=2)
+"""
+
+
+def converted(r) -> str:
+    text = r.converted()
+    Source(text).check_parses()
+    compile(text, "<converted>", "exec")
+    return text
+
+
+def test_keras3_sequential_fit_is_converted_with_a_version_warning(check):
+    r = check(KERAS3_SEQUENTIAL)
+    assert {"HVD101", "HVD011", "HVD050"} <= set(r.codes())
+    f = r.one("HVD090")
+    assert f.severity == "warning" and "Keras 2" in f.message and "TF_USE_LEGACY_KERAS=1" in f.message
+    out = converted(r)
+    assert "hvd.DistributedOptimizer(keras.optimizers.Adam(1e-3 * hvd.size()))" in out
+    assert "BroadcastGlobalVariablesCallback(0)" in out
+
+
+def test_keras_core_functional_is_keras_and_names_keras_ops(check):
+    r = check(KERAS_CORE_FUNCTIONAL)
+    assert "HVD101" in r.codes() and "HVD-T1" not in r.codes()
+    f = r.one("HVD090")
+    assert "`keras_core` is Keras 3" in f.message and "`keras.ops`" in f.message
+    assert r.related(f)[0][0] == "ops"
+    assert "hvd.DistributedOptimizer(" in converted(r)
+
+
+def test_keras3_custom_train_step_is_a_fit_loop(check):
+    r = check(KERAS3_CUSTOM_TRAIN_STEP)
+    assert "HVD-T3" not in r.codes() and "HVD100" not in r.codes()
+    assert r.summary.label == "Keras fit"
+    out = converted(r)
+    assert "hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size()))" in out
+    assert "DistributedGradientTape" not in out
+
+
+def test_wgan_gp_penalty_tape_is_left_alone(check):
+    r = check(WGAN_GP)
+    assert r.at("HVD020") == ["tf.GradientTape() as tape"]
+    out = converted(r)
+    assert "gp_tape = hvd.DistributedGradientTape" not in out
+    assert "    tape = hvd.DistributedGradientTape(tape)" in out
+
+
+def test_saliency_and_printed_gradients_are_not_training(check):
+    r = check(SALIENCY)
+    assert "HVD020" not in r.codes() and "HVD100" not in r.codes() and r.summary.label == "none"
+    assert "DistributedGradientTape" not in converted(r)
+
+
+def test_entry_points_and_wrappers_do_not_block(check):
+    r = check(ENTRY_POINTS)
+    assert "HVD-T4" not in r.codes()
+    assert {"HVD020", "HVD021", "HVD010"} <= set(r.codes())
+    assert "tape = hvd.DistributedGradientTape(tape)" in converted(r)
+
+
+def test_self_train_step_rebound_to_tf_function_does_not_block(check):
+    r = check("""\
+        import tensorflow as tf
+
+
+        class Trainer:
+            def __init__(self):
+                self.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+                self.optimizer = tf.keras.optimizers.SGD(0.1)
+                self.train_step = tf.function(self.train_step)
+
+            def train_step(self, x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean((self.model(x) - y) ** 2)
+                grads = tape.gradient(loss, self.model.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+
+            def fit(self, steps):
+                for _ in range(steps):
+                    self.train_step(tf.ones([4, 2]), tf.ones([4, 1]))
+
+
+        Trainer().fit(5)
+        """)
+    assert "HVD-T4" not in r.codes() and "HVD020" in r.codes()
+    converted(r)
+
+
+def test_xla_step_gets_a_warning_and_is_still_converted(check):
+    r = check(XLA_STEP)
+    f = r.one("HVD091")
+    assert r.src(f) == "jit_compile=True" and f.severity == "warning"
+    assert "HOROVOD_ENABLE_XLA_OPS=1" in f.message
+    assert "DistributedGradientTape" in converted(r)
+    r = check(XLA_STEP.replace("jit_compile=True", "jit_compile=False"))
+    assert "HVD091" not in r.codes()
+
+
+def test_cpu_forcing_cuda_visible_devices_is_kept(check):
+    r = check('import os\nimport tensorflow as tf\nos.environ["CUDA_VISIBLE_DEVICES"] = "-1"\n' + XLA_STEP.split("\n", 1)[1])
+    assert "HVD003" not in r.codes()
+    assert 'os.environ["CUDA_VISIBLE_DEVICES"] = "-1"' in converted(r)
+
+
+def test_tf_distribute_program_gets_hvd092_and_no_edit(check):
+    r = check(STRATEGY)
+    f = r.one("HVD092")
+    assert "tf.distribute.MultiWorkerMirroredStrategy" in f.message and f.severity == "warning"
+    assert any("strategy.scope" in text for text, _ in r.related(f))
+    assert "HVD-T2" not in r.codes()
+    assert r.analysis.conversion_edits() == [] and r.converted() == STRATEGY
