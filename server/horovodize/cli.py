@@ -259,6 +259,17 @@ def unified_diff(path: Path, before: str, after: str) -> str:
     return "".join(out)
 
 
+def trap_warnings(path: Path, text: str) -> list[str]:
+    """The warning-only rule codes (HVD090-092...) of a converted file, one line each."""
+    if not any(word in text for word in ("keras", "jit_compile", "experimental_compile", "distribute")):
+        return []          # (none of them can fire: no second analysis)
+    analysis = analyze(text)
+    src = analysis.source
+    return [f"{path}:{l + 1}:{c + 1}: warning: {f.code} {f.message}"
+            for f in analysis.findings if f.code in codes.WARNING_RULES
+            for l, c in [src.position(f.start)]]
+
+
 def cmd_convert(args) -> int:
     target = Path(args.path)
     if target.is_dir():
@@ -282,6 +293,8 @@ def cmd_convert(args) -> int:
             failures += 1
             continue
         changed += before != after
+        for line in trap_warnings(path, before):
+            print(line, file=sys.stderr)          # HVD090-092: the conversion proceeds, the report warns
         if before == after and len(files) == 1:
             print(f"{path}: nothing to change", file=sys.stderr)
         if args.diff:

@@ -268,3 +268,18 @@ def test_tf_distribute_program_gets_hvd092_and_no_edit(check):
     assert any("strategy.scope" in text for text, _ in r.related(f))
     assert "HVD-T2" not in r.codes()
     assert r.analysis.conversion_edits() == [] and r.converted() == STRATEGY
+
+
+def test_convert_report_repeats_the_trap_warnings(tmp_path, capsys):
+    from horovodize import cli
+
+    keras3, strategy = tmp_path / "keras3.py", tmp_path / "strategy.py"
+    keras3.write_text(KERAS_CORE_FUNCTIONAL)
+    strategy.write_text(STRATEGY)
+    assert cli.main(["convert", "-o", str(tmp_path / "out.py"), str(keras3)]) == 0
+    err = capsys.readouterr().err
+    assert f"{keras3}:1:1: warning: HVD090 `keras_core` is Keras 3" in err
+    assert "hvd.DistributedOptimizer(" in (tmp_path / "out.py").read_text()
+    assert cli.main(["convert", "--diff", str(strategy)]) == 0
+    out = capsys.readouterr()
+    assert "warning: HVD092" in out.err and out.out == ""
