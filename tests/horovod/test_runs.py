@@ -35,6 +35,7 @@ class Spec:
     rank0_prints: list = field(default_factory=list)     # regexes seen on rank 0's stdout only
     rank0_dirs: list = field(default_factory=list)       # HVD_OUT_DIR/<name>-rank<r> made by rank 0 only
     per_rank: dict = field(default_factory=dict)         # report key -> {rank: expected value}
+    rank0_files: list = field(default_factory=list)      # HVD_OUT_DIR/<name>-rank<r>* (file prefixes) by rank 0 only
 
 
 SPECS = [
@@ -51,6 +52,11 @@ SPECS = [
          per_rank={"steps": {0: 24 // SIZE, 1: 24 // SIZE}}),
     Spec("checkpoint_save.py", {"lr": 0.001}, [r"epoch 1 loss"], ["ckpt"]),
     Spec("estimator_v1.py", {"lr": 0.001}, [r"trained; global step"], ["estimator"]),
+    Spec("tf1_session.py", {"lr": 0.01}, [r"step 0 loss"], rank0_files=["session-ckpt"],
+         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
+    Spec("tf1_monitored.py", {"lr": 0.001}, [r"monitored training done after"], ["mts-ckpt"],
+         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
+    Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
     Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
 ]
@@ -107,6 +113,10 @@ def test_converted_program_runs_distributed(spec: Spec, hvd_env, horovodize_exe,
         assert d0.is_dir() and any(d0.iterdir()), f"rank 0 wrote nothing to {d0}\n{info}"
         for r in range(1, SIZE):
             assert not (out / f"{name}-rank{r}").exists(), f"rank {r} wrote {name}\n{info}"
+    for name in spec.rank0_files:
+        assert list(out.glob(f"{name}-rank0*")), f"rank 0 wrote no {name}-rank0* in {out}\n{info}"
+        for r in range(1, SIZE):
+            assert not list(out.glob(f"{name}-rank{r}*")), f"rank {r} wrote {name}\n{info}"
 
 
 def test_negative_control_unconverted_ranks_diverge(hvd_env, tmp_path):

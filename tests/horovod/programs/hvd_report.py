@@ -65,3 +65,17 @@ def report(**fields):
     path = os.path.join(report_dir, f"report-{fields['rank']}.json")
     with open(path, "w") as fh:
         json.dump(fields, fh, indent=1, sort_keys=True)
+
+
+def instances(cls):
+    """A list that collects every instance of `cls` made from now on (for optimizers a
+    library builds where the program cannot name them, e.g. a premade Estimator's)."""
+    made = []
+    init = cls.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    cls.__init__ = recording_init
+    return made
