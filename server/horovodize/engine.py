@@ -138,7 +138,7 @@ def _run(analysis: Analysis) -> None:
         findings = []  # without the set-up no edit can run (a restriction says why)
     findings += _loop_findings(source, summary)
     findings += _restriction_findings(source, problems)
-    findings += stack_traps.diagnostics(ctx)      # warnings (HVD090-092) survive a refused conversion
+    findings = stack_traps.merged(ctx, findings)  # warnings (HVD090-092) survive a refused conversion
     findings.sort(key=lambda f: (f.start, f.end, f.code))
     analysis.findings = findings
 

@@ -11,8 +11,8 @@
   would reduce twice and fight over devices. `strategy_problems` makes it a restriction
   fact that blocks every rule in the file (the engine reports it through `diagnostics`).
 
-These run after the rules (the engine calls `diagnostics` once all edits are known), so
-a warning survives a conversion that is refused as a whole.
+These run after the rules (the engine calls `merged` once all findings are known), so a
+warning survives a conversion that is refused as a whole.
 
 Requires: env, loop, restrictions (`Problem`), keras3, callables.
 """
@@ -25,7 +25,7 @@ from .. import nodes as N
 from ..callables import callee_name
 from ..env import Problem
 from ..keras3 import backend_not_tensorflow, keras3_imports, keras3_only_uses
-from ..loop import FIT, TAPE
+from ..loop import FIT, LOOP_CODES, TAPE
 from .base import Finding, Related, RuleContext, SEVERITY_RESTRICTION
 
 RULES = {
@@ -42,6 +42,15 @@ def diagnostics(ctx: RuleContext) -> list[Finding]:
     """Every stack-trap warning of the file (HVD090–HVD092)."""
     out = list(_strategy(ctx)) + list(_keras3(ctx)) + list(_xla(ctx))
     return out
+
+
+def merged(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
+    """`findings` plus the trap warnings. Under a tf.distribute strategy (HVD092) nothing is
+    converted and the loop is not single-GPU: its loop finding (HVD100-103) is dropped."""
+    traps = diagnostics(ctx)
+    if any(t.code == "HVD092" for t in traps):
+        findings = [f for f in findings if f.code not in LOOP_CODES.values()]
+    return findings + traps
 
 
 def _warn(ctx: RuleContext, code: str, node, message: str, related=()) -> Finding:
@@ -196,4 +205,4 @@ def _xla_message(what: str) -> str:
             "`jit_compile=True`, or set HOROVOD_ENABLE_XLA_OPS=1 before TensorFlow is imported")
 
 
-__all__ = ["RULES", "WARNINGS", "diagnostics", "strategy_problems"]
+__all__ = ["RULES", "WARNINGS", "diagnostics", "merged", "strategy_problems"]
