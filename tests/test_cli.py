@@ -205,11 +205,12 @@ def test_check_json_fields(tape_file):
 
 def test_check_json_columns_count_characters(tmp_path):
     path = tmp_path / "emoji.py"
-    path.write_text('import tensorflow as tf\nds = tf.data.Dataset.range(9)\ny = ["😀😀", ds.take(3)]\n', encoding="utf-8")
+    path.write_text('import tensorflow as tf\nds = tf.data.Dataset.range(9)\nmodel = tf.keras.Sequential([])\n'
+                    'y = ["😀😀"]; model.fit(ds.take(3))\n', encoding="utf-8")
     results = json.loads(run("check", str(path), "--format", "json").stdout)
     take = next(r for r in results if r["code"] == "HVD040")
-    # y = ["😀😀", ds.take(3)]: `ds` is the 12th character (code points, not UTF-8 or UTF-16 units)
-    assert (take["line"], take["column"], take["end_line"], take["end_column"]) == (3, 12, 3, 22)
+    # y = ["😀😀"]; model.fit(ds.take(3)): `ds` is the 23rd character (code points, not UTF-8 or UTF-16 units)
+    assert (take["line"], take["column"], take["end_line"], take["end_column"]) == (4, 23, 4, 33)
 
 
 def test_check_select(tape_file):

@@ -21,6 +21,8 @@ from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVER
 from .source import Edit, ParseError, Source, TooDeep, apply_edits
 
 log = logging.getLogger(__name__)
+# A restriction that stops one of these stops the whole conversion (contract point 8).
+LOOP_BLOCKING = set(restrictions.SYNC_RULES) | {"HVD001", "HVD002"}
 
 WHOLE_FILE_TITLE = "Make Horovod-distributed"
 
@@ -34,7 +36,17 @@ class Analysis:
     setup: Finding | None = None
     internal_errors: list[str] = field(default_factory=list)
     error: ParseError | None = None                 # TooDeep: the tree was not analysed
+    refusals: list = field(default_factory=list)    # restriction problems that block the loop
     facts: HvdFacts | None = None                   # what the program already does with Horovod
+
+    @property
+    def refused(self) -> bool:
+        """All or nothing: a restriction blocks the training loop, so nothing is edited."""
+        return bool(self.refusals)
+
+    def refusal_reasons(self) -> list[tuple[str, int, str]]:
+        """(code, 1-based line, message) of each restriction that blocks the conversion."""
+        return [(f"HVD-{p.code}", p.node.start_pos[0], p.message) for p in self.refusals]
 
     @property
     def rule_sites(self) -> list[Finding]:
@@ -136,6 +148,13 @@ def _run(analysis: Analysis) -> None:
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)
+    analysis.refusals = [p for p in problems if p.everywhere or set(p.blocks) & LOOP_BLOCKING]
+    if analysis.refusals and any(not s.distributed for s in summary.sites):
+        # All or nothing: half a conversion (guards and set-up around a loop whose gradients
+        # are never averaged) trains ranks that never agree, so no rule site keeps its fix.
+        findings, analysis.setup = [], None
+    else:
+        analysis.refusals = []
     findings += _loop_findings(source, summary)
     findings += _restriction_findings(source, problems)
     findings = stack_traps.merged(ctx, findings)  # warnings (HVD090-092) survive a refused conversion

@@ -5,7 +5,20 @@ from __future__ import annotations
 from horovodize.engine import analyze
 from horovodize.source import apply_edits
 
-from rulecase import assert_no_rule, assert_rule, compiles, sites, src
+from rulecase import rule_output, assert_no_rule, assert_rule, compiles, sites, src
+
+
+STEP = """
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD(0.1)
+
+
+        def train_step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+"""
 
 
 def test_take_positional_and_keyword():
@@ -15,22 +28,26 @@ def test_take_positional_and_keyword():
         dataset = tf.data.Dataset.range(1000)
         dataset = dataset.shuffle(100).batch(10)
         for batch in dataset.take(50):
-            pass
+            train_step(batch)
         for batch in dataset.take(count=steps + 1):
-            pass
+            train_step(batch)
         small = dataset.take(steps * epochs)
-        """
+        for batch in small:
+            train_step(batch)
+        """ + STEP
     after = """
         import tensorflow as tf
 
         dataset = tf.data.Dataset.range(1000)
         dataset = dataset.shuffle(100).batch(10)
-        for batch in dataset.take(50 // hvd.size()):
-            pass
-        for batch in dataset.take(count=(steps + 1) // hvd.size()):
-            pass
-        small = dataset.take(steps * epochs // hvd.size())
-        """
+        for batch in dataset.take(max(1, 50 // hvd.size())):
+            train_step(batch)
+        for batch in dataset.take(count=max(1, (steps + 1) // hvd.size())):
+            train_step(batch)
+        small = dataset.take(max(1, steps * epochs // hvd.size()))
+        for batch in small:
+            train_step(batch)
+        """ + STEP
     assert_rule(before, after, "HVD040")
 
 
@@ -44,7 +61,11 @@ def test_take_in_a_function_on_a_local_dataset():
             return ds.map(parse).take(
                 100,
             )
-        """
+
+
+        for x in pipeline(["a.tfrecord"]):
+            train_step(x)
+        """ + STEP
     after = """
         import tensorflow as tf
 
@@ -52,10 +73,31 @@ def test_take_in_a_function_on_a_local_dataset():
         def pipeline(files):
             ds = tf.data.TFRecordDataset(files)
             return ds.map(parse).take(
-                100 // hvd.size(),
+                max(1, 100 // hvd.size()),
             )
-        """
+
+
+        for x in pipeline(["a.tfrecord"]):
+            train_step(x)
+        """ + STEP
     assert_rule(before, after, "HVD040")
+
+
+def test_take_one_peek_is_not_a_training_bound():
+    """``take(1)`` to look at one batch stays ``take(1)`` (it used to become ``take(0)``)."""
+    text = """
+        import tensorflow as tf
+
+        dataset = tf.data.Dataset.range(1000).batch(10)
+        for batch in dataset.take(1):
+            print(batch.shape)
+        first = next(iter(dataset.take(1)))
+        for batch in dataset.take(20):
+            train_step(batch)
+        """ + STEP
+    out = rule_output(src(text), "HVD040")
+    assert "dataset.take(1):" in out and "dataset.take(1)))" in out
+    assert "dataset.take(max(1, 20 // hvd.size())):" in out
 
 
 def test_shard_alternative():
@@ -64,13 +106,13 @@ def test_shard_alternative():
 
         dataset = tf.data.Dataset.range(1000)
         for x in dataset.take(10):
-            pass
-        """)
+            train_step(x)
+        """ + STEP)
     analysis = analyze(text)
     (site,) = sites(analysis, "HVD040")
     (alt,) = site.alternatives
     out = apply_edits(text, analysis.fix_edits(alt))
-    assert "for x in dataset.shard(hvd.size(), hvd.rank()).take(10 // hvd.size()):" in out
+    assert "for x in dataset.shard(hvd.size(), hvd.rank()).take(max(1, 10 // hvd.size())):" in out
     compiles(out)
 
 

@@ -168,17 +168,100 @@ def test_model_writes_and_summary():
         if hvd.rank() == 0: model.summary()
         if hvd.rank() == 0: model.save_weights("w.h5")
         if hvd.rank() == 0: model.save("model.keras")
-        with open("log.txt", "w") as fh:
-            if hvd.rank() == 0: fh.write("done\\n")
+        if hvd.rank() == 0:
+            with open("log.txt", "w") as fh:
+                fh.write("done\\n")
         """
     assert_rule(before, after, "HVD032")
+
+
+def test_every_file_write_of_the_contract():
+    before = """
+        import json
+        import pickle
+
+        import numpy as np
+        import matplotlib.pyplot as plt
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        tf.saved_model.save(model, "export")
+        np.save("x.npy", np.zeros(3))
+        pickle.dump(model.get_weights(), open("w.pkl", "wb"))
+        json.dump({"a": 1}, open("a.json", "w"))
+        plt.savefig("loss.png")
+        writer = tf.summary.create_file_writer("logs")
+        with open("log.txt", "a") as fh:
+            text = \"\"\"two
+        lines\"\"\"
+            fh.write(text)
+        """
+    after = """
+        import json
+        import pickle
+
+        import numpy as np
+        import matplotlib.pyplot as plt
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        if hvd.rank() == 0: tf.saved_model.save(model, "export")
+        if hvd.rank() == 0: np.save("x.npy", np.zeros(3))
+        if hvd.rank() == 0: pickle.dump(model.get_weights(), open("w.pkl", "wb"))
+        if hvd.rank() == 0: json.dump({"a": 1}, open("a.json", "w"))
+        if hvd.rank() == 0: plt.savefig("loss.png")
+        writer = tf.summary.create_file_writer("logs") if hvd.rank() == 0 else tf.summary.create_noop_writer()
+        if hvd.rank() == 0:
+            with open("log.txt", "a") as fh:
+                text = \"\"\"two
+        lines\"\"\"
+                fh.write(text)
+        """
+    assert_rule(before, after, "HVD032")
+
+
+def test_barrier_before_reading_what_rank0_wrote():
+    before = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+
+        def export(model, path):
+            model.save(path)
+            return tf.keras.models.load_model(path)
+
+
+        ckpt = tf.train.Checkpoint(model=model)
+        ckpt.save("ckpt/model")
+        ckpt.restore(tf.train.latest_checkpoint("ckpt"))
+        other = tf.keras.models.load_model("elsewhere")
+        """
+    after = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+
+        def export(model, path):
+            model.save(path)
+            hvd.allreduce(tf.constant(0), name="barrier")
+            return tf.keras.models.load_model(path)
+
+
+        ckpt = tf.train.Checkpoint(model=model)
+        ckpt.save("ckpt/model")
+        hvd.allreduce(tf.constant(0), name="barrier")
+        ckpt.restore(tf.train.latest_checkpoint("ckpt"))
+        other = tf.keras.models.load_model("elsewhere")
+        """
+    assert_rule(before, after, "HVD033")
 
 
 def test_save_on_an_unknown_object_is_not_a_model_write():
     assert_no_rule("""
         import tensorflow as tf
 
-        np.save("x.npy", data)
         tokenizer.save("tok.json")
         """, "HVD032")
 

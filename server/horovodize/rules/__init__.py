@@ -5,9 +5,9 @@ Order matters only where two rules insert at the same offset (e.g. HVD050's
 edits at one point are applied in the order the rules yield them.
 """
 
-from . import data_shard, estimator, gradient_tape, keras_fit, optimizer, rank0_guards, setup_imports
+from . import data_shard, estimator, gradient_tape, keras_fit, optimizer, rank0_guards, setup_imports, work_division
 
-RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, keras_fit, estimator)
+RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
 
 from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
 

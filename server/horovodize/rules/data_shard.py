@@ -1,5 +1,7 @@
-"""Data rule: each rank takes its share of the dataset, ``dataset.take(n // hvd.size())``
-(HVD040); the alternative fix also shards, so ranks see different examples.
+"""Data rule: each rank takes its share of the dataset, ``dataset.take(max(1, n // hvd.size()))``
+(HVD040); the alternative fix also shards, so ranks see different examples. Only a ``take``
+that bounds a pipeline feeding training is divided: ``take(1)`` to peek at a batch is not
+(`work_division.training_takes`).
 
 Requires: env (dataset bindings), restrictions (R5–R7 on the dataset).
 """
@@ -11,12 +13,16 @@ from typing import Iterator
 from .. import nodes as N
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .work_division import divide, training_takes
 
-RULES = {"HVD040": ("shard-dataset", "Take n // hvd.size() elements per rank")}
+RULES = {"HVD040": ("shard-dataset", "Take max(1, n // hvd.size()) elements per rank")}
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
+    bounds = {(id(c.node), c.index) for c in training_takes(ctx)}
     for call in ctx.calls("take"):
+        if (id(call.node), call.index) not in bounds:
+            continue
         root = call.node.children[0]
         b = ctx.env.lookup(root.value, call.node, "dataset") if root.type == "name" else None
         if b is None:
@@ -24,12 +30,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         arg = call.keyword("count") or call.positional(0)
         if arg is None or mentions_hvd(arg.value, ctx) or _sharded(ctx, call) or ctx.blocked("HVD040", call.node, b):
             continue
-        scale = ctx.scale(arg.value, "//")
+        scale = divide(ctx, arg.value)
         dot = ctx.source.offset(call.node.children[call.index - 1].start_pos)
         shard = Edit(dot, dot, f".shard({ctx.hvd}.size(), {ctx.hvd}.rank())")
         yield finding(ctx, "HVD040", call.node, f"every rank takes the same {arg.value.get_code(include_prefix=False)} elements",
                       Fix(RULES["HVD040"][1], scale),
-                      alternatives=[Fix("Shard the dataset by rank and take n // hvd.size()", [shard] + scale)])
+                      alternatives=[Fix("Shard the dataset by rank and take max(1, n // hvd.size())", [shard] + scale)])
 
 
 def _sharded(ctx: RuleContext, call: N.Call) -> bool:

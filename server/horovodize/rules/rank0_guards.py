@@ -1,26 +1,50 @@
 """Rank-0 rules: side effects that must happen once, not once per rank — ``print``
-(HVD030), ``checkpoint.save`` (HVD031), ``x.write``, ``model.summary()``,
-``model.save_weights``, ``model.save`` (HVD032) — run under ``if hvd.rank() == 0:``.
+(HVD030), ``checkpoint.save`` (HVD031), every file write (HVD032: ``x.write``,
+``model.summary()``, ``model.save*``, ``tf.saved_model.save``, ``np.save*``, ``savefig``,
+``pickle``/``json`` dumps, ``with open(path, "w"/"a")`` blocks, summary writers) — run
+under ``if hvd.rank() == 0:``; a later read of what rank 0 wrote waits for it (HVD033,
+a barrier: ``hvd.allreduce(tf.constant(0), name="barrier")``, since horovod.tensorflow
+0.28 has no ``barrier()``).
 
-The guard is written on the statement's own line (``if hvd.rank() == 0: print(...)``):
-one insertion, nothing re-indented.
+A simple statement is guarded on its own line (``if hvd.rank() == 0: print(...)``): one
+insertion, nothing re-indented. A ``with open(..., "w")`` block gets an ``if`` above it and
+one more indentation step on each of its lines. A summary writer becomes a no-op writer on
+the other ranks, so ``with writer.as_default():`` still runs everywhere.
 
 Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects).
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from .. import nodes as N
+from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding, under_rank0_guard
 
 RULES = {
     "HVD030": ("rank0-print", "Print on rank 0 only"),
     "HVD031": ("rank0-checkpoint", "Save checkpoints on rank 0 only"),
     "HVD032": ("rank0-write", "Write files and summaries on rank 0 only"),
+    "HVD033": ("barrier-before-read", "Wait for rank 0's write before reading it"),
 }
 MODEL_METHODS = ("summary", "save_weights", "save")
+# Calls that write a file, by qualified name (tensorflow through σ) or by dotted callee.
+WRITE_QUALNAMES = ("tensorflow.saved_model.save", "tensorflow.keras.models.save_model",
+                   "tensorflow.keras.saving.save_model", "tensorflow.io.write_file")
+WRITE_DOTTED = {"np.save", "np.savez", "np.savez_compressed", "np.savetxt", "numpy.save", "numpy.savez",
+                "numpy.savez_compressed", "numpy.savetxt", "pickle.dump", "json.dump", "joblib.dump",
+                "plt.savefig", "pyplot.savefig", "matplotlib.pyplot.savefig"}
+WRITE_METHODS = ("savefig", "to_csv", "to_json", "to_pickle")
+WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
+# Calls that read a file rank 0 may just have written (HVD033).
+READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
+                  "tensorflow.saved_model.load", "tensorflow.train.latest_checkpoint",
+                  "tensorflow.keras.saving.load_model", "tensorflow.io.read_file")
+READ_DOTTED = {"np.load", "numpy.load", "pickle.load", "json.load", "joblib.load", "open", "pd.read_csv"}
+READ_METHODS = ("load_weights", "restore", "read")
+PATH_KEYWORDS = ("filepath", "export_dir", "file", "fname", "path", "save_path", "filename")
 
 
 def classify(ctx: RuleContext, call: N.Call) -> str | None:
@@ -37,7 +61,41 @@ def classify(ctx: RuleContext, call: N.Call) -> str | None:
         env.lookup(receiver, call.node, "model") or (method == "summary" and not call.args)
     ):
         return "HVD032"
+    if writes_file(ctx, call):
+        return "HVD032"
     return None
+
+
+def writes_file(ctx: RuleContext, call: N.Call) -> bool:
+    q = ctx.env.callee_qualname(call)
+    dotted = call.callee_dotted()
+    return q in WRITE_QUALNAMES or dotted in WRITE_DOTTED or (call.method in WRITE_METHODS and dotted not in READ_DOTTED)
+
+
+def open_for_writing(call: N.Call) -> bool:
+    """``open(path, "w")``, ``open(path, mode="ab")``, ``tf.io.gfile.GFile(path, "w")``."""
+    if call.callee_dotted() not in ("open", "io.open", "tf.io.gfile.GFile", "tf.gfile.GFile", "gfile.GFile"):
+        return False
+    mode = call.keyword("mode") or call.positional(1)
+    if mode is None or mode.value.type != "string":
+        return False
+    try:
+        text = ast.literal_eval(mode.value.value)
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(text, str) and any(c in text for c in "wax+")
+
+
+def path_arg(ctx: RuleContext, call: N.Call):
+    """The path a write or read call names (None when it names none)."""
+    for kw in PATH_KEYWORDS:
+        a = call.keyword(kw)
+        if a is not None:
+            return a.value
+    second = call.callee_dotted() in ("pickle.dump", "json.dump", "joblib.dump") or \
+        ctx.env.callee_qualname(call) == "tensorflow.saved_model.save"
+    a = call.positional(1 if second else 0)
+    return a.value if a is not None else None
 
 
 def statement(call: N.Call):
@@ -52,9 +110,17 @@ def statement(call: N.Call):
     return None
 
 
+WRITE_NAMES = ("save", "savez", "savez_compressed", "savetxt", "dump", "savefig", "save_model", "write_file",
+               *WRITE_METHODS)
+READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "read_file", *READ_METHODS)
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    names = dict.fromkeys(("print", "save", "write", *MODEL_METHODS))
+    blocks = list(_write_blocks(ctx))
+    inside_block = [b for b, _ in blocks]
+    names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
     candidates = [c for name in names for c in ctx.calls(name)]
+    writes = []          # (path text, scope, node) of every write done on rank 0
     for call in sorted(candidates, key=lambda c: c.node.start_pos):
         code = classify(ctx, call)
         if code is None:
@@ -62,11 +128,163 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         stmt = statement(call)
         if stmt is None or (code in ("HVD030", "HVD032") and stmt is not call.node):
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
+        if code != "HVD030":
+            _note_write(ctx, call, writes)
+        if any(_inside(stmt, b) for b in inside_block):
+            continue
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
         edit = ctx.guard_rank0(stmt)
         if edit is None:
             continue
         what = {"HVD030": "print runs on every rank", "HVD031": "every rank saves the checkpoint",
-                "HVD032": f"`{call.method}` runs on every rank"}[code]
+                "HVD032": f"`{call.method or call.callee_dotted()}` runs on every rank"}[code]
         yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
+    for stmt, call in blocks:
+        _note_write(ctx, call, writes)
+        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node):
+            continue
+        yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
+                      Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
+    yield from _summary_writers(ctx)
+    yield from _barriers(ctx, writes)
+
+
+def _inside(node, ancestor) -> bool:
+    cur = node
+    while cur is not None:
+        if cur is ancestor:
+            return True
+        cur = cur.parent
+    return False
+
+
+def _write_blocks(ctx: RuleContext):
+    """``with open(path, "w") as f:`` statements (each with its open call)."""
+    for item, _owner in ctx.env.index.with_items:
+        call = N.as_call(item.children[0])
+        if call is None or not open_for_writing(call):
+            continue
+        stmt = N.enclosing(item, {"with_stmt"})
+        if stmt is not None and len([c for c in stmt.children if c.type == "with_item"]) <= 1:
+            yield stmt, call
+    for call in ctx.calls("open"):
+        with_stmt = call.node.parent
+        if with_stmt is not None and with_stmt.type == "with_stmt" and open_for_writing(call):
+            yield with_stmt, call
+
+
+def guard_block(ctx: RuleContext, stmt) -> list[Edit]:
+    """``if hvd.rank() == 0:`` above a compound statement, which moves one step right.
+
+    Lines inside a multi-line string keep their text (their indentation is data)."""
+    src = ctx.source
+    unit = src.indent_unit
+    start = src.line_start(src.offset(stmt.start_pos))
+    end = ctx.stmt_end(stmt)
+    indent = src.indent_of(stmt)
+    inside_strings = []
+    for leaf in N.walk(stmt):
+        if leaf.type in ("string", "fstring") and leaf.start_pos[0] != leaf.end_pos[0]:
+            inside_strings.append((src.offset(leaf.start_pos), src.offset(leaf.end_pos)))
+    edits = [Edit(start, start, f"{indent}if {ctx.hvd}.rank() == 0:{ctx.nl}")]
+    pos = start
+    while pos < end:
+        eol = src.line_end(pos)
+        line = src.text[pos:eol]
+        if line.strip() and not any(a < pos < b for a, b in inside_strings):
+            edits.append(Edit(pos, pos, unit))
+        if eol <= pos:
+            break
+        pos = eol
+    return edits
+
+
+def _note_write(ctx: RuleContext, call: N.Call, writes: list) -> None:
+    path = path_arg(ctx, call)
+    if path is not None:
+        writes.append((_norm(ctx.source.code(path)), N.func_scope_of(call.node), call.node))
+    elif call.method == "save" and ctx.env.lookup(call.receiver_dotted(), call.node, "checkpoint"):
+        writes.append(("", N.func_scope_of(call.node), call.node))   # a CheckpointManager's own dir
+
+
+def _summary_writers(ctx: RuleContext) -> Iterator[Finding]:
+    tf = ctx.env.tf_alias()
+    for call in ctx.calls("create_file_writer"):
+        if ctx.env.callee_qualname(call) not in WRITER_QUALNAMES or tf is None:
+            continue
+        parent = call.node.parent
+        if not (parent.type == "expr_stmt" and parent.children[-1] is call.node) or ctx.blocked("HVD032", call.node):
+            continue
+        if under_rank0_guard(parent, ctx):
+            continue
+        start, end = ctx.source.span(call.node)
+        edit = Edit(end, end, f" if {ctx.hvd}.rank() == 0 else {tf}.summary.create_noop_writer()")
+        yield finding(ctx, "HVD032", call.node, "every rank writes the same summaries",
+                      Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", [edit]))
+
+
+def _norm(text: str) -> str:
+    """A path's text for matching: a plain string literal without its quotes."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.count(text[0]) == 2:
+        return text[1:-1]
+    return text
+
+
+def is_barrier(stmt) -> bool:
+    code = stmt.get_code(include_prefix=False)
+    return "allreduce" in code and "barrier" in code or ".join()" in code
+
+
+def _reads(ctx: RuleContext):
+    for name in dict.fromkeys(READ_NAMES):
+        for call in ctx.calls(name):
+            q = ctx.env.callee_qualname(call)
+            dotted = call.callee_dotted()
+            if q in READ_QUALNAMES or dotted in READ_DOTTED and not (dotted == "open" and open_for_writing(call)):
+                yield call
+            elif call.method in READ_METHODS and (call.method != "read" or call.args):
+                yield call
+
+
+def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
+    if not writes:
+        return
+    tf = ctx.env.tf_alias()
+    zero = f"{tf}.constant(0)" if tf else "0"
+    done = set()
+    for call in sorted(_reads(ctx), key=lambda c: c.node.start_pos):
+        path = path_arg(ctx, call)
+        text = _norm(ctx.source.code(path)) if path is not None else ""
+        scope = N.func_scope_of(call.node)
+        stmt = N.statement_of(call.node)
+        match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
+                 (text and w[0] and (text == w[0] or text in w[0]) or not w[0] and call.method == "restore")]
+        if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
+            continue
+        prev = stmt.get_previous_sibling()
+        if prev is not None and prev.type == "simple_stmt" and is_barrier(prev):
+            continue
+        if prev is not None and prev.type in ("newline",) or stmt.parent.type == "simple_stmt":
+            stmt = stmt.parent if stmt.parent.type == "simple_stmt" else stmt
+            prev = stmt.get_previous_sibling()
+            if prev is not None and is_barrier(prev):
+                continue
+        if any(is_barrier(s) for s in _between(stmt, match[-1][2])):
+            continue
+        done.add(id(N.statement_of(call.node)))
+        edit = ctx.insert_before_stmt(stmt, f'{ctx.hvd}.allreduce({zero}, name="barrier")')
+        yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
+                      Fix(RULES["HVD033"][1], [edit]))
+
+
+def _between(stmt, write_node):
+    """Sibling statements between the write's statement and `stmt` in the same block."""
+    parent = stmt.parent
+    out = []
+    for child in getattr(parent, "children", ()):
+        if child is stmt:
+            break
+        if child.start_pos > write_node.start_pos:
+            out.append(child)
+    return out

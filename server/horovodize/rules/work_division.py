@@ -1,0 +1,274 @@
+"""Work division: each rank trains on its own share and all ranks run the same number of
+collective steps (contract point 5).
+
+* HVD041: a finite tf.data pipeline that feeds training without a step bound is sharded at
+  its source, right after the ``tf.data.Dataset.*(...)`` call, before shuffle and batch;
+  each rank then takes the same count (``cardinality() // hvd.size()``), so a size that
+  does not divide evenly cannot give one rank one more allreduce (a hang).
+* HVD042: step bounds are divided: ``fit(steps_per_epoch=, validation_steps=)``, Estimator
+  ``train(steps=, max_steps=)`` and ``TrainSpec(max_steps=)`` (never to 0).
+* HVD043: ``fit`` on in-memory arrays divides its epochs, as Horovod's Keras examples do:
+  each rank sees every example, in its own order, for 1/N of the epochs.
+
+The analysis (`training_data`) also tells HVD040 which ``take(n)`` calls bound training:
+a ``take(1)`` that only peeks at a batch is left alone.
+
+Requires: env (dataset/model/estimator bindings), loop summary (the loop driving each step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .. import nodes as N
+from ..loop import ESTIMATOR, FIT, TAPE, _loop_around
+from ..source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+
+RULES = {
+    "HVD041": ("shard-at-source", "Shard the dataset at its source, equal share per rank"),
+    "HVD042": ("divide-steps", "Divide the step count by hvd.size()"),
+    "HVD043": ("divide-epochs", "Divide the epochs by hvd.size()"),
+}
+WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
+FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
+ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
+FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
+
+
+@dataclass
+class Pipeline:
+    """A tf.data pipeline feeding training: its chained calls from the use back to the source."""
+
+    calls: list = field(default_factory=list)     # N.Call, outermost (last applied) first
+    source: N.Call | None = None                  # the tf.data.Dataset.*(...) call
+    known: bool = True                            # every link resolved to a dataset
+
+    def method(self, name: str) -> list:
+        return [c for c in self.calls if c.method == name]
+
+    @property
+    def infinite(self) -> bool:
+        return any(not c.args for c in self.method("repeat"))
+
+
+def _unwrap(ctx: RuleContext, expr):
+    """``enumerate(ds)`` / ``tqdm(ds)`` → ``ds``."""
+    while True:
+        call = N.as_call(expr)
+        if call is None or call.callee_dotted() not in WRAPPERS or not call.args:
+            return expr
+        expr = call.args[0].value
+
+
+def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None:
+    """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source."""
+    env = ctx.env
+    expr = _unwrap(ctx, expr)
+    out = Pipeline()
+    if expr.type not in ("atom_expr", "power", "name") or depth > 12:
+        return None
+    node = expr
+    calls = []
+    if node.type != "name":
+        calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
+    for call in calls:
+        q = env.callee_qualname(call)
+        if q and q.startswith("tensorflow.data."):
+            out.source = call
+            return out
+        out.calls.append(call)
+    root = node if node.type == "name" else node.children[0]
+    if root.type != "name":
+        return None
+    if calls and calls[-1].index == 1:          # ``make_pipeline(...)...``: follow a local function's return
+        fn = env.function_named(root.value, node)
+        if fn is not None:
+            for ret in env.index.returns.get(id(fn), ()):
+                if len(ret.children) > 1:
+                    inner = pipeline(ctx, ret.children[1], ret, depth + 1)
+                    if inner is not None:
+                        inner.calls = out.calls[:-1] + inner.calls
+                        return inner
+            return None
+    b = _binding_before(ctx, root.value, at or node)
+    if b is None:
+        return None        # not a dataset this file builds (arrays, tensors, a loader's result)
+    inner = pipeline(ctx, b.value, b.stmt, depth + 1)
+    if inner is None:
+        return Pipeline(out.calls, None, False)
+    inner.calls = out.calls + inner.calls
+    return inner
+
+
+def _binding_before(ctx: RuleContext, name: str, at):
+    """The dataset binding of `name` last assigned before `at` in its scope (parameters followed)."""
+    env = ctx.env
+    for scope in env.scopes_for(at):
+        cands = [b for b in env.bindings_of(name, scope) if b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)]
+        if cands:
+            last = cands[-1]
+            return last if last.role == "dataset" else None
+        if scope.type == "funcdef" and name in env.param_names(scope):
+            return env.lookup(name, at, "dataset")
+    return None
+
+
+@dataclass
+class Use:
+    """One place training data enters a collective loop."""
+
+    kind: str                 # TAPE / FIT / ESTIMATOR
+    site: object              # the LoopSite
+    expr: object = None       # the data expression (for header iterable / fit x)
+    pipe: Pipeline | None = None
+
+
+def training_data(ctx: RuleContext) -> list[Use]:
+    """Where each loop site gets its data (computed once per analysis)."""
+    cached = getattr(ctx, "_training_data", None)
+    if cached is not None:
+        return cached
+    uses: list[Use] = []
+    for site in ctx.summary.sites:
+        if site.kind == TAPE:
+            for drv in _drivers(ctx, site):
+                if drv.type == "for_stmt":
+                    expr = drv.children[3]
+                    uses.append(Use(TAPE, site, expr, pipeline(ctx, expr, drv)))
+        elif site.kind == FIT:
+            call = N.as_call(site.node) or _call_at(site.node)
+            arg = call.keyword("x") or call.positional(0) if call is not None else None
+            uses.append(Use(FIT, site, arg.value if arg else None,
+                            pipeline(ctx, arg.value, site.node) if arg else None))
+        elif site.kind == ESTIMATOR:
+            uses.append(Use(ESTIMATOR, site))
+    ctx._training_data = uses
+    return uses
+
+
+def _drivers(ctx: RuleContext, site) -> list:
+    """Every loop that runs the step: the summary's driver, and the loop around each call of
+    the step's function (a script often calls ``train_step`` from more than one loop)."""
+    out = [site.driver] if site.driver is not None else []
+    if site.function is not None:
+        for call in ctx.env.callers(site.function):
+            loop = _loop_around(call.node)
+            if loop is not None and all(loop is not d for d in out):
+                out.append(loop)
+    return out
+
+
+def _call_at(node):
+    for c in N.calls_in(node):
+        return c
+    return None
+
+
+def training_takes(ctx: RuleContext) -> list[N.Call]:
+    """``take(n)`` calls that bound a pipeline feeding training (HVD040 divides those)."""
+    out = []
+    for use in training_data(ctx):
+        if use.pipe is not None:
+            out += use.pipe.method("take")
+    return out
+
+
+def indivisible(value) -> bool:
+    """A literal count of 1 (or less): each rank's share is that count already."""
+    try:
+        return value.type == "number" and float(value.value) <= 1
+    except ValueError:
+        return False
+
+
+def divide(ctx: RuleContext, value) -> list[Edit]:
+    """``max(1, <value> // hvd.size())``: each rank's share, never 0."""
+    start, end = ctx.source.span(value)
+    inner = ctx.source.text[start:end]
+    needs_parens = value.type not in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
+    if needs_parens:
+        inner = f"({inner})"
+    return [Edit(start, end, f"max(1, {inner} // {ctx.hvd}.size())")]
+
+
+def _sharded(pipe: Pipeline) -> bool:
+    return bool(pipe.method("shard"))
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    hvd = ctx.hvd
+    seen_sources: set = set()
+    for use in training_data(ctx):
+        site = use.site
+        if site.distributed:
+            continue        # already Horovod-trained: its own division is left as it is (HVD207 says when missing)
+        if site.kind == FIT:
+            call = N.as_call(site.node) or _call_at(site.node)
+            if call is None or call.has_star():
+                continue
+            bounded = False
+            for kw in FIT_STEP_KEYWORDS:
+                arg = call.keyword(kw)
+                if arg is None or (arg.value.type == "keyword" and arg.value.value == "None"):
+                    continue
+                bounded |= kw == "steps_per_epoch"
+                if mentions_hvd(arg.value, ctx) or indivisible(arg.value) or ctx.blocked("HVD042", call.node):
+                    continue
+                yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
+                              Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
+            pipe = use.pipe
+            if bounded or (pipe is not None and (pipe.method("take") or _sharded(pipe) or pipe.infinite)):
+                continue
+            if pipe is not None and pipe.source is not None:
+                yield from _shard(ctx, pipe, seen_sources, use)
+                continue
+            if pipe is not None or use.expr is None:
+                continue           # a dataset built elsewhere: nothing safe to divide
+            epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
+            if epochs is None or mentions_hvd(epochs.value, ctx) or indivisible(epochs.value) or \
+                    ctx.blocked("HVD043", call.node):
+                continue
+            if mentions_hvd(use.expr, ctx):
+                continue           # x already sliced per rank
+            yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
+                          Fix(RULES["HVD043"][1], divide(ctx, epochs.value)))
+        elif site.kind == TAPE:
+            pipe = use.pipe
+            if pipe is None or pipe.source is None or pipe.method("take") or _sharded(pipe) or pipe.infinite:
+                continue
+            yield from _shard(ctx, pipe, seen_sources, use)
+        elif site.kind == ESTIMATOR:
+            call = N.as_call(site.node) or _call_at(site.node)
+            if call is None or call.method != "train":
+                continue
+            yield from _estimator_steps(ctx, call)
+    for call in ctx.calls("TrainSpec"):
+        if ctx.env.callee_qualname(call) and ctx.env.callee_qualname(call).endswith("estimator.TrainSpec"):
+            yield from _estimator_steps(ctx, call, ("max_steps",))
+
+
+def _estimator_steps(ctx: RuleContext, call: N.Call, keywords=ESTIMATOR_STEP_KEYWORDS) -> Iterator[Finding]:
+    for kw in keywords:
+        arg = call.keyword(kw)
+        if arg is None or (arg.value.type == "keyword" and arg.value.value == "None"):
+            continue
+        if mentions_hvd(arg.value, ctx) or indivisible(arg.value) or ctx.blocked("HVD042", call.node):
+            continue
+        yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
+                      Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
+
+
+def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
+    src = pipe.source
+    key = (id(src.node), src.index)
+    if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
+        return
+    seen.add(key)
+    hvd = ctx.hvd
+    end = ctx.source.offset(src.trailer.end_pos)
+    text = (f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
+            f".take(ds.cardinality() // {hvd}.size()))")
+    yield finding(ctx, "HVD041", src.node, "every rank iterates the whole dataset",
+                  Fix(RULES["HVD041"][1], [Edit(end, end, text)]))
