@@ -5,7 +5,8 @@ loop from the summary (HVD-T4 stays quiet).
 * entry points: ``absl.app.run(main)``, ``tf.compat.v1.app.run(main)``,
   ``horovod.run(main, np=2)`` — they call `main` once, in this process (or each worker);
 * wrappers: ``tf.function(f)``, ``functools.partial(f, ...)`` — the result runs `f`
-  (`Env.call_target` follows ``g = partial(f, ...)`` to `f`).
+  (`Env.call_target` follows ``g = partial(f, ...)`` to `f`);
+* ``strategy.run(step_fn)`` on a ``tf.distribute`` strategy (the program gets HVD092).
 
 absl and functools are not among the environment's module roots, so their imports are
 read here (``from absl import app``, ``import functools as ft``, ``from functools import
@@ -16,6 +17,7 @@ Requires: env (aliases, imports). Provides: `is_higher_order`, `is_wrapper`.
 
 from __future__ import annotations
 
+from . import nodes as N
 from .env import Env, import_bindings
 
 ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run"}
@@ -48,8 +50,22 @@ def is_wrapper(env: Env, call) -> bool:
 
 
 def is_higher_order(env: Env, call) -> bool:
-    """A call that runs the function passed to it (an entry point or a wrapper)."""
-    return callee_name(env, call) in ENTRY_POINTS | WRAPPERS
+    """A call that runs the function passed to it (an entry point, a wrapper, or a
+    ``tf.distribute`` strategy's ``run``, which HVD092 reports)."""
+    return callee_name(env, call) in ENTRY_POINTS | WRAPPERS or _strategy_run(env, call)
+
+
+def _strategy_run(env: Env, call) -> bool:
+    """``strategy.run(step_fn, args=...)`` on a ``tf.distribute`` strategy."""
+    if call.method not in ("run", "experimental_run_v2"):
+        return False
+    receiver = call.receiver_dotted() or ""
+    b = env.lookup(receiver, call.node)
+    made = N.as_call(b.value) if b is not None and b.value is not None else None
+    q = env.callee_qualname(made) if made is not None else None
+    if q is not None:
+        return q.startswith("tensorflow.distribute.")
+    return receiver.rsplit(".", 1)[-1].lower().endswith("strategy")
 
 
 __all__ = ["callee_name", "is_higher_order", "is_wrapper"]
