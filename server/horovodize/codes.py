@@ -14,6 +14,7 @@ from importlib import resources
 
 from .rules import RULES
 from .rules.stack_traps import RULES as STACK_TRAPS
+from .rules.horovod_misuse import RULES as HOROVOD_MISUSE
 from .rules.base import SEVERITY_LOOP, SEVERITY_RESTRICTION, SEVERITY_RULE
 
 LOOPS = {
@@ -46,6 +47,7 @@ RESTRICTIONS = {
 
 # Rule codes that only warn (no quick fix): severity warning. Other families add theirs here.
 WARNING_RULES: dict[str, tuple[str, str]] = {**STACK_TRAPS}
+WARNING_RULES.update(HOROVOD_MISUSE)      # HVD200-HVD208: warnings, some with a quick fix
 
 
 def severity(code: str) -> str:

@@ -37,6 +37,10 @@ AVERAGING = frozenset({"DistributedOptimizer", "DistributedGradientTape", "allre
 KERAS_CALLBACKS = "tensorflow.keras.callbacks."
 STEERING = frozenset({"EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "TerminateOnNaN"})
 WRITING = frozenset({"ModelCheckpoint", "TensorBoard", "CSVLogger", "BackupAndRestore"})
+STEP_KEYWORDS = frozenset({"steps_per_epoch", "epochs", "steps", "max_steps", "validation_steps", "last_step",
+                           "num_steps", "path", "count", "num_shards", "index"})
+DATA_METHODS = frozenset({"shard", "take", "skip", "range", "load_data", "fit", "train", "from_tensor_slices",
+                          "list_files", "TFRecordDataset", "load"})
 LAUNCHERS = ("horovod.run", "tensorflow.app.run", "absl.app.run")
 
 
@@ -130,7 +134,31 @@ class HvdFacts:
         an unscaled rate too (Horovod's own benchmark keeps SGD(0.01): the user's choice)."""
         if not self.uses_horovod:
             return frozenset()
-        return HINTS_WHEN_DISTRIBUTED | ({"HVD010", "HVD013"} if self.averages_gradients else set())
+        codes = set(HINTS_WHEN_DISTRIBUTED)
+        if self.averages_gradients:
+            codes |= {"HVD010", "HVD013"}
+            if self.divides_work():   # a warm-up `take(1)` beside a divided loop is not a training bound
+                codes |= {"HVD040", "HVD041", "HVD042", "HVD043"}
+        return frozenset(codes)
+
+    def divides_work(self) -> bool:
+        """Some data or step position already depends on ``size()``/``rank()``: a shard, a
+        divided take/steps/epochs, a per-rank file or slice (Horovod's examples)."""
+        if "divides" not in self._memo:
+            apis = SIZE_APIS | RANK_APIS
+            found = any(n.type == "subscript" and self.flows_from(n, apis) for n in N.walk(self.env.source.module))
+            for call, _owner in self.env.index.calls:
+                if found:
+                    break
+                if self.api(call) is not None:
+                    continue
+                for arg in call.args:
+                    if (arg.keyword in STEP_KEYWORDS or (arg.keyword is None and call.method in DATA_METHODS)) \
+                            and self.flows_from(arg.value, apis):
+                        found = True
+                        break
+            self._memo["divides"] = found
+        return self._memo["divides"]
 
     # -- API calls ---------------------------------------------------------------------
     def _api(self, call: N.Call) -> str | None:

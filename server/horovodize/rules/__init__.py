@@ -13,6 +13,10 @@ from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
 
 RULE_MODULES = RULE_MODULES + (tf1_session,)
 
+from . import horovod_misuse  # noqa: E402  (warnings on code that already uses Horovod: HVD200-HVD208)
+
+RULE_MODULES = RULE_MODULES + (horovod_misuse,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -1,0 +1,272 @@
+"""Horovod-misuse diagnostics (HVD200-HVD208): warnings on code that already uses Horovod.
+
+Each looks at the Horovod facts (`hvd_facts`) and reports only what it can tell for sure;
+a quick fix is attached where the repair is mechanical (and ``convert`` applies it):
+HVD200 adds the missing ``hvd.init()``, HVD201 drops the second ``* hvd.size()``, HVD203
+materialises the ``zip``. The other repairs are the conversion rules' own (HVD021/HVD050
+broadcast, HVD011/HVD020 averaging, HVD04x division), which run on the same program.
+
+Requires: env (bindings, index), loop (training sites), hvd_facts.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import nodes as N
+from ..hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS
+from ..source import Edit
+from .base import Finding, Fix, RuleContext, SEVERITY_RESTRICTION
+
+RULES = {
+    "HVD200": ("call-before-init", "A Horovod call can run before hvd.init()"),
+    "HVD201": ("lr-scaled-twice", "Learning rate scaled by hvd.size() more than once"),
+    "HVD202": ("tape-wrapped-too-late", "DistributedGradientTape wraps a tape after its gradient() was taken"),
+    "HVD203": ("zip-iterated-twice", "A zip of gradients and variables is iterated twice"),
+    "HVD204": ("steering-callback-rank0", "A callback that steers training runs on rank 0 only"),
+    "HVD205": ("no-initial-broadcast", "Distributed training without an initial broadcast"),
+    "HVD206": ("gradients-not-averaged", "Horovod set up but gradients never averaged"),
+    "HVD207": ("work-not-divided", "Every rank runs the whole dataset"),
+    "HVD208": ("unequal-steps", "Ranks can run different numbers of collective steps"),
+}
+WARNINGS = tuple(RULES)
+ALL_APIS = SIZE_APIS | RANK_APIS
+
+
+def _warn(ctx: RuleContext, code: str, node, message: str, fix: Fix | None = None) -> Finding:
+    start, end = ctx.source.span(node)
+    return Finding(code, start, end, message, SEVERITY_RESTRICTION, fix)
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    if not facts.uses_horovod:
+        return
+    for rule in (_hvd200, _hvd201, _hvd202, _hvd203, _hvd204, _hvd205, _hvd206, _hvd207, _hvd208):
+        yield from rule(ctx)
+
+
+# -- HVD200 ----------------------------------------------------------------------------
+def _hvd200(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    needing = facts.calls(*NEEDS_INIT)
+    if not facts.init_calls:
+        if not needing and not facts.averages_gradients:
+            return
+        first = (needing or facts.calls("DistributedOptimizer", "DistributedGradientTape"))[0]
+        fix = None
+        top = [i for i in facts.imports if N.func_scope_of(i).type == "file_input"]
+        anchor = top[-1] if top and facts.module_name else None
+        if anchor is not None:
+            edit = ctx.insert_after_stmt(N.statement_of(anchor), f"{ctx.hvd}.init()", indent="")
+            fix = Fix(f"Call {ctx.hvd}.init() after the Horovod import", [edit], needs_setup=False)
+        yield _warn(ctx, "HVD200", first.node, "Horovod is used but `hvd.init()` is never called", fix)
+        return
+    for call in needing:
+        if facts.before_init(call.node):
+            yield _warn(ctx, "HVD200", call.node,
+                        f"`{call.callee_dotted()}()` can run before `hvd.init()` (it raises: Horovod is not initialised)")
+
+
+# -- HVD201 ----------------------------------------------------------------------------
+def _lr_args(ctx: RuleContext):
+    """Learning-rate arguments of optimizer and schedule constructors."""
+    for b in ctx.env.bindings:
+        if b.role not in ("optimizer", "lr_schedule"):
+            continue
+        call = N.as_call(b.value)
+        if call is None:
+            continue
+        arg = call.keyword("learning_rate") or call.keyword("lr") or call.keyword("initial_learning_rate") \
+            or call.positional(0)
+        if arg is not None:
+            yield arg.value
+
+
+def _hvd201(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    for value in _lr_args(ctx):
+        n = facts.size_factor(value)
+        if n < 2:
+            continue
+        fix = None
+        if value.type == "term" and len(value.children) >= 3 and value.children[-2] == "*" \
+                and facts.api_of_node(value.children[-1]) in SIZE_APIS:
+            start = ctx.source.offset(value.children[0].start_pos)
+            end = ctx.source.offset(value.children[-3].end_pos)
+            vstart, vend = ctx.source.span(value)
+            fix = Fix("Scale by hvd.size() once", [Edit(vstart, vend, ctx.source.text[start:end])])
+        yield _warn(ctx, "HVD201", value,
+                    f"learning rate is multiplied by `hvd.size()` {n} times along its dataflow: "
+                    "N ranks train with an N-times too large rate", fix)
+
+
+# -- HVD202 ----------------------------------------------------------------------------
+def _hvd202(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    for call in facts.calls("DistributedGradientTape"):
+        arg = call.positional(0) or call.keyword("gradtape")
+        name = N.dotted(arg.value) if arg is not None else None
+        if not name:
+            continue
+        scope = N.func_scope_of(call.node)
+        grads = [c for c in ctx.calls("gradient", scope) if c.receiver_dotted() == name]
+        before = [c for c in grads if c.node.start_pos < call.node.start_pos]
+        after = [c for c in grads if c.node.start_pos > call.node.end_pos]
+        if before and not after:
+            yield _warn(ctx, "HVD202", call.node,
+                        f"`{name}` is wrapped after its `gradient()` was taken (line {before[-1].node.start_pos[0]}): "
+                        "those gradients are not averaged; wrap the tape before `gradient()`")
+
+
+# -- HVD203 ----------------------------------------------------------------------------
+def _hvd203(ctx: RuleContext) -> Iterator[Finding]:
+    for stmt, _owner in ctx.env.index.assignments:
+        parts = N.assign_parts(stmt)
+        if parts is None or len(parts[0]) != 1 or parts[0][0].type != "name":
+            continue
+        call = N.as_call(parts[1])
+        if call is None or call.callee_dotted() != "zip":
+            continue
+        name = parts[0][0].value
+        scope = N.func_scope_of(stmt)
+        uses = [leaf for leaf in ctx.env.index.names.get(name, ())
+                if leaf.start_pos > stmt.end_pos and N.func_scope_of(leaf) is scope and _is_read(leaf)]
+        rebinds = [s for s, _o in ctx.env.index.assignments if s is not stmt and s.start_pos > stmt.start_pos
+                   and N.func_scope_of(s) is scope and any(N.dotted(t) == name for t in (N.assign_parts(s) or ([],))[0])]
+        if rebinds:
+            uses = [u for u in uses if u.start_pos < rebinds[0].start_pos]
+        if len(uses) < 2 or not _about_gradients(ctx, uses):
+            continue
+        start, end = ctx.source.span(call.node)
+        fix = Fix("Materialise the zip with list(...)", [Edit(start, start, "list("), Edit(end, end, ")")])
+        yield _warn(ctx, "HVD203", call.node,
+                    f"`{name}` is a zip iterator used {len(uses)} times: the second use sees nothing "
+                    "(an empty broadcast, or no gradients applied)", fix)
+
+
+def _is_read(leaf) -> bool:
+    parent = leaf.parent
+    attribute = parent.type == "trailer" and parent.children[0] == "."
+    return not (attribute or (parent.type == "argument" and parent.children[0] is leaf and len(parent.children) > 1
+                              and parent.children[1] == "="))
+
+
+def _about_gradients(ctx: RuleContext, uses) -> bool:
+    """One of the uses is given to apply_gradients or a Horovod call."""
+    for leaf in uses:
+        call = N.call_with_argument(leaf)
+        cur = leaf
+        while call is None and cur.parent is not None and cur.parent.type not in ("simple_stmt", "suite"):
+            cur = cur.parent
+            call = N.call_with_argument(cur)
+        if call is not None and (call.method == "apply_gradients" or ctx.facts.api(call) is not None):
+            return True
+    return False
+
+
+# -- HVD204 ----------------------------------------------------------------------------
+def _fit_calls(ctx: RuleContext):
+    from .keras_fit import fit_calls
+    return list(fit_calls(ctx))
+
+
+def _hvd204(ctx: RuleContext) -> Iterator[Finding]:
+    seen = set()
+    for call in _fit_calls(ctx):
+        arg = call.keyword("callbacks") or call.positional(5)
+        if arg is None:
+            continue
+        for entry in ctx.facts.callback_list(arg.value, call.node).entries:
+            if entry.kind == "steering" and entry.guarded and id(entry.node) not in seen:
+                seen.add(id(entry.node))
+                name = (N.as_call(entry.node).callee_dotted() if N.as_call(entry.node) else None) or "callback"
+                yield _warn(ctx, "HVD204", entry.node,
+                            f"`{name.rsplit('.', 1)[-1]}` steers training but runs on rank 0 only: the other ranks "
+                            "keep training (and wait in allreduce forever when rank 0 stops); give it to every rank")
+
+
+# -- HVD205 / HVD206 ---------------------------------------------------------------------
+def _trains(ctx: RuleContext) -> list:
+    """Nodes where the program trains: fit calls, apply_gradients, Estimator train."""
+    out = [c.node for c in _fit_calls(ctx)]
+    out += [c.node for c in ctx.calls("apply_gradients")]
+    out += [c.node for c in ctx.calls("minimize") if c.method == "minimize"]
+    return sorted(out, key=lambda n: n.start_pos)
+
+
+def _hvd205(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    averaging = facts.calls("DistributedOptimizer", "DistributedGradientTape")
+    if not averaging or facts.broadcasts or ctx.calls("BroadcastGlobalVariablesHook"):
+        return
+    yield _warn(ctx, "HVD205", averaging[0].node,
+                "gradients are averaged but the initial state is never broadcast from rank 0: ranks start "
+                "from different weights and stay apart")
+
+
+def _hvd206(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    if not facts.init_calls or facts.averages_gradients:
+        return
+    trains = _trains(ctx)
+    if not trains:
+        return
+    yield _warn(ctx, "HVD206", facts.init_calls[0].node,
+                "Horovod is initialised but no gradient is averaged (no DistributedOptimizer, "
+                "DistributedGradientTape or allreduce): every rank trains its own model")
+
+
+# -- HVD207 / HVD208 ---------------------------------------------------------------------
+def _divides(ctx: RuleContext) -> bool:
+    """Something already gives each rank its share: a size()/rank()-dependent value in a data
+    or step position (shard, take, steps, epochs, a per-rank file or slice, a range bound)."""
+    facts = ctx.facts
+    for call, _owner in ctx.env.index.calls:
+        if facts.api(call) is not None:
+            continue
+        role = (ctx.env.role_of_call(call) or ("",))[0]
+        if role in ("optimizer", "lr_schedule"):
+            continue
+        method = call.method or call.callee_dotted() or ""
+        if method in ("set_visible_devices", "print", "str", "format", "Variable", "assign", "set_value", "compile"):
+            continue
+        for arg in call.args:
+            if arg.keyword in ("learning_rate", "lr", "initial_lr", "verbose", "root_rank", "optimizer", "callbacks"):
+                continue
+            if facts.flows_from(arg.value, ALL_APIS):
+                return True
+    for n in N.walk(ctx.source.module):
+        if n.type == "subscript" and facts.flows_from(n, ALL_APIS):
+            return True
+    return False
+
+
+def _hvd207(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    if not facts.averages_gradients or facts.elastic:
+        return
+    data = [b for b in ctx.env.bindings if b.role == "dataset"]
+    fits = [c for c in _fit_calls(ctx) if c.positional(0) is not None or c.keyword("x") is not None]
+    if not (data or fits) or _divides(ctx):
+        return
+    node = fits[0].node if fits else data[0].value
+    yield _warn(ctx, "HVD207", node,
+                "every rank trains on the whole dataset for the whole number of steps: N ranks do N times "
+                "the work; shard the data by rank or divide the steps by hvd.size()")
+
+
+def _hvd208(ctx: RuleContext) -> Iterator[Finding]:
+    facts = ctx.facts
+    shards = [c for c in ctx.calls("shard") if c.method == "shard" and any(
+        facts.flows_from(a.value, ALL_APIS) for a in c.args)]
+    if not shards or facts.calls("join"):
+        return
+    if ctx.calls("repeat") or ctx.calls("take"):
+        return          # an equal bound: every rank takes (or repeats to) the same count
+    for call in _fit_calls(ctx):
+        if call.keyword("steps_per_epoch") is not None:
+            return
+    yield _warn(ctx, "HVD208", shards[0].node,
+                "the data is sharded by rank but nothing bounds the steps: shards that differ by one batch "
+                "make one rank wait in allreduce forever; bound every rank by the same take(n) or steps_per_epoch")
