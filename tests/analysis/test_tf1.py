@@ -1,0 +1,261 @@
+"""TF1 graph-mode programs: the Session loop site (HVD103) with its related information,
+the shapes that are refused and why (HVD-S1..S3, all or nothing), premade Estimators'
+optimizers, and Python 2 files (one clear line, no edit)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from horovodize import py2
+from horovodize.engine import convert_text
+from horovodize.source import ParseError
+
+HEAD = """\
+import tensorflow.compat.v1 as tf
+
+w = tf.get_variable("w", [3])
+loss = tf.reduce_sum(w * w)
+optimizer = tf.train.GradientDescentOptimizer(0.1)
+train_op = optimizer.minimize(loss)
+"""
+
+
+def test_session_loop_site_and_related(check):
+    r = check(HEAD + """
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(100):
+        sess.run(train_op)
+""")
+    site = r.one("HVD103")
+    assert r.src(site) == "sess.run(train_op)"
+    related = r.related(site)
+    assert ("for step in range(100):", "the `for` loop that drives this training step") in related
+    assert ("tf.Session()", "the session `sess` is created here") in related
+    assert ("optimizer.minimize(loss)", "`train_op` is the train op this step runs") in related
+    assert r.summary.label == "Session"
+    assert set(r.codes()) >= {"HVD001", "HVD010", "HVD011", "HVD070", "HVD071", "HVD073"}
+
+
+def test_session_not_training_is_not_a_loop(check):
+    """A session that only evaluates (no train op fetched) is not converted."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+w = tf.get_variable("w", [3])
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(w))
+""")
+    assert "HVD103" not in r.codes() and "HVD070" not in r.codes()
+    assert r.analysis.summary.label == "none"
+
+
+def test_converted_session_is_stable_and_reports_nothing(check):
+    text = HEAD + """
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+for step in range(100):
+    sess.run(train_op)
+"""
+    once = convert_text(text)
+    assert "sess.run(hvd.broadcast_global_variables(0))\nfor step in range(max(1, 100 // hvd.size())):" in once
+    assert "set_visible_devices" not in once           # graph mode pins in the session config only
+    assert convert_text(once) == once
+    assert "HVD103" not in check(once).codes()
+
+
+def test_s1_session_run_in_another_function_is_refused(check):
+    """Two sessions named `sess`; the step runs on a parameter: which one trains is a guess."""
+    r = check(HEAD + """
+
+def make():
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    return sess
+
+
+def evaluate():
+    sess = tf.Session()
+    return sess.run(w)
+
+
+def train(sess):
+    for step in range(100):
+        sess.run(train_op)
+""")
+    f = r.one("HVD-S1")
+    assert r.src(f) == "sess.run(train_op)"
+    assert "HVD071" in f.blocks and "HVD001" in f.blocks
+    assert r.converted() == r.text                       # all or nothing
+
+
+def test_session_passed_to_a_function_is_followed_when_unique(check):
+    """One session in the file: the step running on a parameter is that session's."""
+    r = check(HEAD + """
+
+def train(sess, steps):
+    for step in range(steps):
+        sess.run(train_op)
+
+
+def main():
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    train(sess, 100)
+""")
+    assert "HVD-S1" not in r.codes()
+    out = r.converted()
+    assert "    sess.run(tf.global_variables_initializer())\n    sess.run(hvd.broadcast_global_variables(0))\n" in out
+    assert "for step in range(max(1, steps // hvd.size())):" in out
+
+
+def test_s2_no_initializer_is_refused(check):
+    r = check(HEAD + """
+sess = tf.Session()
+init_everything(sess)
+for step in range(100):
+    sess.run(train_op)
+""")
+    f = r.one("HVD-S2")
+    assert r.src(f) == "tf.Session()"
+    assert r.related(f) == [("sess.run(train_op)", "the training step")]
+    assert r.converted() == r.text
+
+
+def test_s3_while_loop_step_count_is_refused(check):
+    r = check(HEAD + """
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+step = 0
+while step < 100:
+    sess.run(train_op)
+    step += 1
+""")
+    f = r.one("HVD-S3")
+    assert r.src(f) == "while step < 100:"
+    assert r.converted() == r.text
+
+
+def test_monitored_session_while_should_stop_is_accepted(check):
+    r = check(HEAD + """
+hooks = [tf.train.StopAtStepHook(last_step=1000)]
+with tf.train.MonitoredTrainingSession(checkpoint_dir="/tmp/ckpt", hooks=hooks) as mon_sess:
+    while not mon_sess.should_stop():
+        mon_sess.run(train_op)
+""")
+    assert not [c for c in r.codes() if c.startswith("HVD-")]
+    assert r.at("HVD072") == ['tf.train.MonitoredTrainingSession(checkpoint_dir="/tmp/ckpt", hooks=hooks)', '"/tmp/ckpt"']
+    out = r.converted()
+    assert "StopAtStepHook(last_step=max(1, 1000 // hvd.size()))" in out
+    assert 'checkpoint_dir="/tmp/ckpt" if hvd.rank() == 0 else None' in out
+    assert "hooks=list(hooks or []) + [hvd.BroadcastGlobalVariablesHook(0)]" in out
+
+
+def test_minimize_on_a_tf_compat_v1_optimizer_in_a_tf2_file(check):
+    """`import tensorflow as tf` + tf.compat.v1 graph code: still wrapped and pinned as TF1."""
+    r = check("""\
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+w = tf.compat.v1.get_variable("w", [3])
+train_op = tf.compat.v1.train.AdamOptimizer().minimize(tf.reduce_sum(w * w))
+sess = tf.compat.v1.Session()
+sess.run(tf.compat.v1.global_variables_initializer())
+for _ in range(10):
+    sess.run(train_op)
+""")
+    out = r.converted()
+    assert ("hvd.DistributedOptimizer(tf.compat.v1.train.AdamOptimizer(learning_rate=0.001 * hvd.size()))"
+            ".minimize(") in out
+    assert "tf.compat.v1.Session(config=tf.compat.v1.ConfigProto(gpu_options=tf.compat.v1.GPUOptions(" in out
+    assert "HVD-T2" not in r.codes()
+
+
+# -- premade Estimators ----------------------------------------------------------------------
+@pytest.mark.parametrize("given, expected", [
+    ("", "optimizer=hvd.DistributedOptimizer(tf.train.AdagradOptimizer(learning_rate=0.05 * hvd.size())), "),
+    ("optimizer='SGD', ", "optimizer=hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(learning_rate=0.05 * hvd.size())), "),
+    ("optimizer=tf.train.AdamOptimizer, ", "optimizer=hvd.DistributedOptimizer(tf.train.AdamOptimizer(learning_rate=0.001 * hvd.size())), "),
+    ("optimizer=tf.train.AdamOptimizer(1e-3), ", "optimizer=hvd.DistributedOptimizer(tf.train.AdamOptimizer(1e-3 * hvd.size())), "),
+])
+def test_premade_optimizer_forms(check, given, expected):
+    r = check(f"""\
+import tensorflow.compat.v1 as tf
+
+columns = [tf.feature_column.numeric_column("x")]
+est = tf.estimator.DNNRegressor({given}hidden_units=[4], feature_columns=columns)
+est.train(lambda: tf.data.Dataset.from_tensors(({{"x": [[1.0]]}}, [[1.0]])).repeat())
+""")
+    assert f"tf.estimator.DNNRegressor({expected}hidden_units=[4]" in r.converted()
+    assert not [c for c in r.codes() if c.startswith("HVD-")]
+
+
+def test_premade_optimizer_instance_not_blocked_as_inline_creation(check):
+    """An optimizer created inside the premade Estimator's call is not R5's 'passed as an
+    argument': it is wrapped in place."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                   optimizer=tf.train.FtrlOptimizer(learning_rate=0.1, l1_regularization_strength=0.01))
+est.train(lambda: None, hooks=None)
+""")
+    assert "HVD-R5" not in r.codes()
+    assert "hvd.DistributedOptimizer(tf.train.FtrlOptimizer(learning_rate=0.1 * hvd.size()," in r.converted()
+
+
+# -- Python 2 files ------------------------------------------------------------------------
+PY2 = """\
+import tensorflow as tf
+
+w = tf.Variable(1.0)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    # `backticks` and <> in a comment are not the reason
+    print "w", sess.run(w)
+"""
+
+
+@pytest.mark.parametrize("line, what", [
+    ('    print "w", sess.run(w)\n', "`print x` statement"),
+    ("    except IOError, e:\n", "`except E, e:`"),
+    ('    exec "x = 1"\n', '`exec "..."` statement'),
+    ("    y = `w`\n", "backtick repr"),
+    ("    if 1 <> 2: pass\n", "`<>` operator"),
+    ("    mode = 0755\n", "octal literal"),
+    ("    raise ValueError, 'bad'\n", "`raise E, msg`"),
+])
+def test_python2_construct_is_named(line, what):
+    text = PY2.replace('    print "w", sess.run(w)\n', line)
+    if "except" in line:
+        text = text.replace(line, "    try:\n        pass\n" + line + "        pass\n")
+    found = py2.find(text)
+    assert found is not None and what in found.what
+    assert found.line == text.splitlines().index(line.rstrip("\n")) + 1 if "except" not in line else True
+    with pytest.raises(ParseError) as e:
+        convert_text(text)
+    assert "Python 2" in e.value.message and "2to3" in e.value.message
+
+
+def test_python3_syntax_error_is_not_called_python2():
+    text = "import tensorflow as tf\nx = (1,\n"
+    assert py2.find(text) is None
+    with pytest.raises(ParseError) as e:
+        convert_text(text)
+    assert "Python 2" not in e.value.message
+
+
+def test_cli_reports_python2_in_one_line_and_edits_nothing(tmp_path):
+    path = tmp_path / "old_train.py"
+    path.write_text(PY2)
+    for cmd in (["check", str(path)], ["convert", "--write", str(path)]):
+        proc = subprocess.run([sys.executable, "-m", "horovodize", *cmd], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[2] / "server")
+        assert proc.returncode == 2, proc
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"{path}:7:5:" in lines[0] and "Python 2 `print x` statement" in lines[0], proc.stderr
+        assert proc.stdout == ""
+    assert path.read_text() == PY2
