@@ -15,10 +15,13 @@ What each restriction blocks:
 * R9 global optimizer defined after a function using it — HVD021 in that function;
   changed inside a function — the optimizer rules;
 * T1 loop continues in another file — the optimizer rules on what is handed over;
-* T2 ``tf.distribute`` strategy — everything; ``minimize`` loop — the optimizer rules;
-* T3 one model, fit and a tape loop — everything (the flavour would be a guess);
-* T4 training function used as a value, T5 defined / run under a condition — the loop
-  rules of that function or branch.
+* T2 ``minimize`` loop — the optimizer rules (a ``tf.distribute`` strategy is HVD092,
+  rules/stack_traps.py, and blocks everything);
+* T3 one model, fit and a tape loop — everything (the flavour would be a guess); a tape
+  whose gradients reach no optimizer (gradflow) is not a loop, so it never makes T3;
+* T4 training function used as a value (not through a known higher-order call:
+  callables.py), T5 defined / run under a condition — the loop rules of that function
+  or branch.
 
 A violation that stops any synchronisation rule (learning-rate scaling, distributed
 optimizer or tape, initial broadcast) stops all of them in the file (`_whole_loop`).

@@ -1,5 +1,6 @@
 """GradientTape rules: average gradients with ``hvd.DistributedGradientTape`` (HVD020) — only
-for a tape whose gradients reach an optimizer (`gradflow`) — and broadcast the initial state from rank 0 once, after the first ``apply_gradients`` (HVD021).
+for a tape whose gradients reach an optimizer (`gradflow`) — and broadcast the initial
+state from rank 0 once, after the first ``apply_gradients`` (HVD021).
 
 The seeds' broadcast uses a Python ``global`` flag, which ``@tf.function`` reads once at
 trace time, and iterates ``zip(...)`` twice. Here the arguments are materialised with
