@@ -1,6 +1,7 @@
 """``horovodize check | convert | explain | serve | verify``: a thin adapter over the engine.
 
-Exit codes: 0 no findings / success, 1 findings, 2 usage or I/O errors (argparse's own
+Exit codes: 0 no findings / success, 1 findings, 2 usage or I/O errors, 3 conversion
+refused (a restriction blocks the training loop; nothing is changed) (argparse's own
 usage errors exit 2 as well). Nothing is ever half-written: ``--write`` writes only a
 result that parses, to a file that still holds what was read, through a temporary file in
 the same directory and a rename (a hard-linked file is rewritten in place); see `write_back`.
@@ -281,6 +282,7 @@ def cmd_convert(args) -> int:
     if args.output and (len(files) != 1 or target.is_dir()):
         raise UserError("-o/--output takes a single input file")
     failures, changed = 0, 0
+    refused = 0
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
@@ -292,6 +294,7 @@ def cmd_convert(args) -> int:
             print(e.line(), file=sys.stderr)
             failures += 1
             continue
+        refused += print_report(path, before, getattr(args, "format", "text"))
         changed += before != after
         for line in trap_warnings(path, before):
             print(line, file=sys.stderr)          # HVD090-092: the conversion proceeds, the report warns
@@ -325,7 +328,16 @@ def cmd_convert(args) -> int:
     if target.is_dir():
         empty = f", {len(skipped)} empty skipped" if skipped else ""
         print(f"{len(files)} file(s), {changed} converted, {failures} failed{empty}", file=sys.stderr)
-    return 2 if failures else 0
+    return 2 if failures else 3 if refused else 0
+
+
+def print_report(path: Path, text: str, fmt: str) -> int:
+    """The conversion report on stderr (stdout stays the program); 1 when the conversion is refused."""
+    from . import report
+
+    data = report.build(analyze(text), str(path))
+    print(json.dumps(data) if fmt == "json" else report.text(data), file=sys.stderr)
+    return int(data["refused"])
 
 
 # -- explain -------------------------------------------------------------------------------
@@ -373,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--diff", action="store_true", help="print a unified diff")
     g.add_argument("--write", action="store_true", help="replace the file(s) atomically")
     g.add_argument("-o", "--output", metavar="OUT", help="write the converted program to OUT")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="format of the conversion report printed on stderr")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("explain", help="explain a diagnostic code (no code: list them all)")

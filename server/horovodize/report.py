@@ -1,0 +1,67 @@
+"""The conversion report: what `convert` did for each point of the whole-program contract,
+what it did not do and why (like tf_upgrade_v2's report). Printed on stderr by the CLI so
+stdout stays the converted program; ``--format json`` for tools.
+"""
+
+from __future__ import annotations
+
+from .engine import Analysis
+
+POINTS = [
+    (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),
+    (2, "same start: initial state broadcast from rank 0", ("HVD021", "HVD050", "HVD060", "HVD071", "HVD072")),
+    (3, "gradients averaged", ("HVD011", "HVD012", "HVD020")),
+    (4, "learning rate scaled by hvd.size() once", ("HVD010", "HVD013")),
+    (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD073")),
+    (6, "callbacks as Horovod's guide orders them", ("HVD052", "HVD053", "HVD054")),
+    (7, "side effects from rank 0 (prints, files), reads after a barrier",
+     ("HVD030", "HVD031", "HVD032", "HVD033", "HVD051", "HVD061", "HVD074")),
+]
+LOOP_POINTS = {2, 3, 4, 5}
+
+
+def build(analysis: Analysis, path: str = "") -> dict:
+    """The report as data (the JSON form)."""
+    src = analysis.source
+    sites = analysis.rule_sites
+    refused = analysis.refused
+    has_loop = bool(analysis.summary and analysis.summary.sites)
+    already = bool(analysis.summary and analysis.summary.sites and all(s.distributed for s in analysis.summary.sites))
+    points = []
+    for number, title, point_codes in POINTS:
+        changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "message": f.message}
+                   for f in sites if f.code in point_codes]
+        if refused:
+            status, why = "not done", "the conversion is refused (point 8)"
+        elif changes:
+            status, why = "done", ""
+        elif not has_loop:
+            status, why = "not applicable", "no training loop found"
+        elif already and number in LOOP_POINTS:
+            status, why = "already", "the program already does this with Horovod"
+        elif number == 5:
+            status, why = "not done", ("no step bound (take, steps_per_epoch, steps) nor finite tf.data source "
+                                       "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
+        else:
+            status, why = "nothing to change", ""
+        points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes})
+    reasons = [{"code": c, "line": line, "message": m} for c, line, m in analysis.refusal_reasons()]
+    points.append({"point": 8, "title": "all or nothing", "status": "refused" if refused else "ok",
+                   "reason": "a restriction blocks the training loop: nothing was changed" if refused else "",
+                   "changes": reasons})
+    return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
+
+
+def text(report: dict) -> str:
+    """The human form: one line per contract point, then its changes."""
+    lines = [f"horovodize report for {report['path'] or '<input>'} (loop: {report['loop']})"]
+    if report["refused"]:
+        lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:")
+        for r in report["reasons"]:
+            lines.append(f"    line {r['line']}: {r['code']} {r['message']}")
+    for p in report["points"][:-1]:
+        reason = f" ({p['reason']})" if p["reason"] else ""
+        lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
+        for c in p["changes"]:
+            lines.append(f"       line {c['line']}: {c['code']} {c['message']}")
+    return "\n".join(lines)
