@@ -63,15 +63,28 @@ async def test_alternative_fix(client):
     uri = open_doc(client, "tape.py")
     take = by_code(await diagnostics_for(client, uri), "HVD040")
     actions = await actions_for(client, uri, [take], only=[types.CodeActionKind.QuickFix])
-    assert [a.title for a in actions] == ["Take n // hvd.size() elements per rank",
-                                          "Shard the dataset by rank and take n // hvd.size()"]
-    assert "dataset.shard(hvd.size(), hvd.rank()).take(64 // hvd.size())" in applied(client, uri, actions[1])
+    assert [a.title for a in actions] == ["Take max(1, n // hvd.size()) elements per rank",
+                                          "Shard the dataset by rank and take max(1, n // hvd.size())"]
+    assert "dataset.shard(hvd.size(), hvd.rank()).take(max(1, 64 // hvd.size()))" in applied(client, uri, actions[1])
 
 
 async def test_restriction_offers_no_fix(client):
     uri = open_doc(client, "restricted.py")
     r7 = by_code(await diagnostics_for(client, uri), "HVD-R7")
     assert await actions_for(client, uri, [r7], only=[types.CodeActionKind.QuickFix]) == []
+
+
+async def test_whole_file_action_disabled_when_a_restriction_blocks_the_loop(client):
+    """All or nothing: the loop diagnostic still offers the whole-file action, disabled,
+    with the restriction and its line as the reason, and no quick fix of any site."""
+    uri = open_doc(client, "restricted.py")
+    diags = await diagnostics_for(client, uri)
+    loop = [d for d in diags if d.code in ("HVD100", "HVD101", "HVD102")]
+    assert loop and not [d for d in diags if d.code in ("HVD001", "HVD030", "HVD010")]
+    actions = await actions_for(client, uri, loop[:1], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == [WHOLE_FILE_TITLE]
+    assert actions[0].edit is None and actions[0].disabled is not None
+    assert "HVD-R7 (line" in actions[0].disabled.reason
 
 
 async def test_make_horovod_distributed_equals_cli_convert(client):

@@ -118,6 +118,12 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
     if not (whole_file_for or _wants(only, SOURCE_FIX_ALL)):
         return actions
     entry = await ls.analysis(uri)
+    if entry is not None and entry.text is doc.text and entry.analysis.refused and whole_file_for:
+        # All or nothing: the whole-file action shows, disabled, with the restriction that blocks it.
+        reasons = "; ".join(f"{c} (line {line}): {m}" for c, line, m in entry.analysis.refusal_reasons())
+        actions.append(types.CodeAction(title=WHOLE_FILE_TITLE, kind=QUICK_FIX, diagnostics=whole_file_for,
+                                        disabled=types.CodeActionDisabled(reason=f"a restriction blocks the training loop: {reasons}")))
+        return actions
     if entry is None or entry.text is not doc.text or not entry.analysis.rule_sites:
         return actions
     if whole_file_for:
