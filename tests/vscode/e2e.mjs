@@ -195,7 +195,7 @@ async function doctorStep(page) {
   });
   log(`stack report:\n${text.split('\n').map((l) => `    ${l}`).join('\n')}`);
   await dismissNotifications(page);
-  await shot(page, 'vscode-doctor.png');
+  if (want.screenshot) await shot(page, want.screenshot);
 }
 
 async function doctorScenario(page) {

@@ -443,12 +443,12 @@ def test_extension_in_code_server(request, tmp_path):
             name: {"path": str(ws / name), "expected": str(expected / name)}
             for name in ("train.py", "keras_train.py")
         },
-        "doctor": doctor_expectations(path_py, "default", "not ready", [
+        "doctor": dict(doctor_expectations(path_py, "default", "not ready", [
             "  TensorFlow           2.16.1 (tensorflow)",
             "Verdict: not ready: TensorFlow 2.16.1 needs tf_keras for Horovod (+1 more)",
             f"  fix: {path_py} -m pip install 'tf_keras~=2.16.0'",
             "       export TF_USE_LEGACY_KERAS=1",
-        ]),
+        ]), screenshot="vscode-doctor.png"),
     })
     # The saved files are exactly what `horovodize convert` prints.
     for name in ("train.py", "keras_train.py"):

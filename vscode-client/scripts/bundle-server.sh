@@ -20,6 +20,8 @@ WHEELS="$(mktemp -d)"
 trap 'rm -rf "$WHEELS"' EXIT
 
 pip() { "$PYTHON" -m pip --disable-pip-version-check --no-input -q "$@"; }
+# pip builds in the tree: a stale build/ would put modules deleted since into the wheel.
+rm -rf "$ROOT/build"
 pip wheel --no-deps --wheel-dir "$WHEELS" "$ROOT"
 rm -rf "$LIBS"
 pip install --target "$LIBS" --no-compile --no-user --only-binary=:all: \

@@ -458,8 +458,9 @@ function reportText(): string {
 }
 
 function updateStackItem(): void {
-  const editor = vscode.window.activeTextEditor;
-  if (!editor || editor.document.languageId !== 'python' || !interpreterInUse) {
+  const doc = vscode.window.activeTextEditor?.document;
+  const relevant = doc && (doc.languageId === 'python' || doc.uri.scheme === REPORT_URI.scheme);
+  if (!relevant || !interpreterInUse) {
     stackItem.hide();
     return;
   }
