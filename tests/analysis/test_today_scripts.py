@@ -282,4 +282,39 @@ def test_convert_report_repeats_the_trap_warnings(tmp_path, capsys):
     assert "hvd.DistributedOptimizer(" in (tmp_path / "out.py").read_text()
     assert cli.main(["convert", "--diff", str(strategy)]) == 0
     out = capsys.readouterr()
-    assert "warning: HVD092" in out.err and out.out == ""
+    assert "warning: HVD092" in out.err and "+++" not in out.out     # no diff: nothing edited
+
+
+def test_fit_next_to_a_saliency_tape_is_not_two_loop_kinds(check):
+    r = check(KERAS3_SEQUENTIAL.replace("import keras\n", "import keras\nimport tensorflow as tf\n") + """\
+image = tf.random.uniform([1, 28, 28])
+with tf.GradientTape() as tape:
+    tape.watch(image)
+    score = tf.reduce_max(model(image))
+saliency = tf.abs(tape.gradient(score, image))
+""")
+    assert "HVD-T3" not in r.codes() and r.summary.label == "Keras fit"
+    out = converted(r)
+    assert "hvd.DistributedOptimizer(" in out and "DistributedGradientTape" not in out
+
+
+def test_fit_and_a_training_tape_on_two_models_still_t3(check):
+    r = check("""\
+        import tensorflow as tf
+
+        a = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        a.compile(optimizer="sgd", loss="mse")
+        a.fit(x, y)
+        b = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD(0.1)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(b(x))
+        opt.apply_gradients(zip(tape.gradient(loss, b.trainable_variables), b.trainable_variables))
+        """)
+    assert "HVD-T3" in r.codes()      # fit needs horovod.tensorflow.keras, the tape horovod.tensorflow
+
+
+def test_horovod_run_launcher_does_not_block(check):
+    r = check(ENTRY_POINTS.replace("tf.compat.v1.app.run(main)", "horovod.run(main, args=([],), np=2)")
+              .replace("import functools\n", "import functools\nimport horovod\n"))
+    assert "HVD-T4" not in r.codes()
