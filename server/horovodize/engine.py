@@ -46,7 +46,8 @@ class Analysis:
 
     def refusal_reasons(self) -> list[tuple[str, int, str]]:
         """(code, 1-based line, message) of each restriction that blocks the conversion."""
-        return [(f"HVD-{p.code}", p.node.start_pos[0], p.message) for p in self.refusals]
+        return [(p.code if p.code.startswith("HVD") else f"HVD-{p.code}", p.node.start_pos[0], p.message)
+                for p in self.refusals]      # (HVD092 is a rule code's own fact, not HVD-<restriction>)
 
     @property
     def rule_sites(self) -> list[Finding]:

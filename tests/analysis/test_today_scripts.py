@@ -283,6 +283,7 @@ def test_convert_report_repeats_the_trap_warnings(tmp_path, capsys):
     cli.main(["convert", "--diff", str(strategy)])      # (a refused conversion may exit non-zero)
     out = capsys.readouterr()
     assert "warning: HVD092" in out.err and "+++" not in out.out     # no diff: nothing edited
+    assert "HVD-HVD092" not in out.err
 
 
 def test_fit_next_to_a_saliency_tape_is_not_two_loop_kinds(check):
