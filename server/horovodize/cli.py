@@ -261,13 +261,13 @@ def unified_diff(path: Path, before: str, after: str) -> str:
 
 
 def trap_warnings(path: Path, text: str) -> list[str]:
-    """The warning-only rule codes (HVD090-092...) of a converted file, one line each."""
+    """The stack-trap warnings (HVD090-092) of a converted file, one line each."""
     if not any(word in text for word in ("keras", "jit_compile", "experimental_compile", "distribute")):
         return []          # (none of them can fire: no second analysis)
     analysis = analyze(text)
     src = analysis.source
     return [f"{path}:{l + 1}:{c + 1}: warning: {f.code} {f.message}"
-            for f in analysis.findings if f.code in codes.WARNING_RULES
+            for f in analysis.findings if f.code in codes.STACK_TRAPS
             for l, c in [src.position(f.start)]]
 
 
