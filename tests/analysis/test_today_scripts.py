@@ -319,3 +319,101 @@ def test_horovod_run_launcher_does_not_block(check):
     r = check(ENTRY_POINTS.replace("tf.compat.v1.app.run(main)", "horovod.run(main, args=([],), np=2)")
               .replace("import functools\n", "import functools\nimport horovod\n"))
     assert "HVD-T4" not in r.codes()
+
+
+TRAINING_SHAPES = {
+    "accumulation": """
+        accum = [tf.zeros_like(v) for v in model.trainable_variables]
+        for step, (x, y) in enumerate(ds):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            accum = [a + g for a, g in zip(accum, grads)]
+            if (step + 1) % 4 == 0:
+                opt.apply_gradients(zip(accum, model.trainable_variables))
+        """,
+    "clipped": """
+        for x, y in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            grads, _ = tf.clip_by_global_norm(tape.gradient(loss, model.trainable_variables), 1.0)
+            pairs = list(zip(grads, model.trainable_variables))
+            opt.apply_gradients(pairs)
+        """,
+    "returned_in_a_tuple": """
+        def compute(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            return loss, tape.gradient(loss, model.trainable_variables)
+
+        for x, y in ds:
+            loss, grads = compute(x)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        """,
+    "handed_to_a_helper": """
+        def apply(grads):
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+
+        for x, y in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            apply(tape.gradient(loss, model.trainable_variables))
+        """,
+    "mixed_precision": """
+        for x, y in ds:
+            with tf.GradientTape() as tape:
+                scaled = opt.get_scaled_loss(tf.reduce_mean(model(x)))
+            scaled_grads = tape.gradient(scaled, model.trainable_variables)
+            grads = opt.get_unscaled_gradients(scaled_grads)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        """,
+    "appended": """
+        for x, y in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            collected = []
+            collected.append(tape.gradient(loss, model.trainable_variables))
+            opt.apply_gradients(zip(collected[0], model.trainable_variables))
+        """,
+}
+NOT_TRAINING_SHAPES = {
+    "logged_norm": """
+        for x, y in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            norm = tf.linalg.global_norm(tape.gradient(loss, model.trainable_variables))
+            tf.summary.scalar("grad_norm", norm, step=0)
+        """,
+    "input_gradient_attack": """
+        x = tf.ones((1, 4))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_mean(model(x))
+        adversarial = x + 0.1 * tf.sign(tape.gradient(loss, x))
+        print(model(adversarial))
+        """,
+}
+HEAD = """\
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+opt = tf.keras.optimizers.SGD(0.1)
+ds = tf.data.Dataset.from_tensor_slices((tf.ones((8, 4)), tf.ones((8, 1)))).batch(2)
+"""
+
+
+def test_training_gradient_shapes_are_wrapped(check):
+    import textwrap
+
+    for name, body in TRAINING_SHAPES.items():
+        r = check(HEAD + textwrap.dedent(body))
+        assert r.at("HVD020") == ["tf.GradientTape() as tape"], name
+        assert "hvd.DistributedGradientTape(tape)" in converted(r), name
+
+
+def test_gradients_that_train_nothing_are_left_alone(check):
+    import textwrap
+
+    for name, body in NOT_TRAINING_SHAPES.items():
+        r = check(HEAD + textwrap.dedent(body))
+        assert "HVD020" not in r.codes() and "HVD100" not in r.codes(), name
