@@ -1,5 +1,6 @@
 """Which GradientTapes train: a tape's gradients are averaged (HVD020) only when they
-reach an optimizer (``apply_gradients``, ``minimize``, Keras 3 ``optimizer.apply``).
+reach an optimizer (``apply_gradients``, ``minimize``, Keras 3 ``optimizer.apply``) or a
+hand-written descent step (``w.assign_sub(lr * g)``).
 
 A WGAN-GP gradient-penalty tape, a saliency map or a printed gradient also calls
 ``tape.gradient``; averaging those would add a collective per step (and, inside a
@@ -21,9 +22,9 @@ from __future__ import annotations
 from . import nodes as N
 from .env import Env, is_name_use
 
-SINKS = ("apply_gradients", "minimize")
+SINKS = ("apply_gradients", "minimize", "assign_sub")     # assign_sub: a hand-written SGD step
 # Methods that put their argument into their receiver (the receiver then carries it).
-MUTATORS = ("append", "extend", "insert", "assign", "assign_add", "assign_sub", "add", "update", "write")
+MUTATORS = ("append", "extend", "insert", "assign", "assign_add", "add", "update", "write")
 _LIMIT = 400            # flow steps per tape: a generous bound on pathological files
 
 

@@ -367,6 +367,14 @@ TRAINING_SHAPES = {
             grads = opt.get_unscaled_gradients(scaled_grads)
             opt.apply_gradients(zip(grads, model.trainable_variables))
         """,
+    "manual_sgd": """
+        w = tf.Variable(1.0)
+        for _ in range(10):
+            with tf.GradientTape() as tape:
+                loss = w * w
+            dw = tape.gradient(loss, w)
+            w.assign_sub(0.1 * dw)
+        """,
     "appended": """
         for x, y in ds:
             with tf.GradientTape() as tape:
