@@ -32,7 +32,7 @@ from .source import MAX_DEPTH, Source, TooDeep
 KERAS_OPTIMIZERS = {
     "Adam": "0.001", "AdamW": "0.001", "Adamax": "0.001", "Nadam": "0.001",
     "SGD": "0.01", "RMSprop": "0.001", "Adagrad": "0.001", "Adadelta": "0.001",
-    "Ftrl": "0.001", "Lion": "0.0001", "Adafactor": "0.001",
+    "Ftrl": "0.001", "Lion": "0.0001", "Adafactor": "0.001", "Lamb": "0.001",   # Lamb: Keras 3
 }
 # TF1 tf.train optimizers; None = learning_rate is required.
 TF1_OPTIMIZERS = {
@@ -82,6 +82,7 @@ def canonical(q: str | None) -> str | None:
     q = q.replace("tensorflow.keras.optimizers.legacy.", "tensorflow.keras.optimizers.")
     q = q.replace("tensorflow.keras.optimizers.experimental.", "tensorflow.keras.optimizers.")
     q = q.replace("tensorflow.keras.models.", "tensorflow.keras.")
+    q = q.replace("tensorflow.keras.saving.load_model", "tensorflow.keras.load_model")   # Keras 3's spelling
     return q
 
 
@@ -599,7 +600,7 @@ class Env:
 
     def keras_alias(self) -> str | None:
         for name, q in self.aliases.items():
-            if q in ("tensorflow.keras", "keras"):
+            if q in ("tensorflow.keras", "keras", "keras_core"):
                 return name
         return None
 

@@ -425,3 +425,21 @@ def test_gradients_that_train_nothing_are_left_alone(check):
     for name, body in NOT_TRAINING_SHAPES.items():
         r = check(HEAD + textwrap.dedent(body))
         assert "HVD020" not in r.codes() and "HVD100" not in r.codes(), name
+
+
+def test_keras3_names_schedules_saving_and_compile_strings(check):
+    r = check("""\
+        import keras_core as keras
+
+        model = keras.saving.load_model("pretrained.keras")
+        schedule = keras.optimizers.schedules.ExponentialDecay(0.01, decay_steps=100, decay_rate=0.9)
+        model.compile(optimizer=keras.optimizers.Lamb(schedule), loss="mse")
+        model.fit(x, y, epochs=2)
+        other = keras.Sequential([keras.layers.Dense(1)])
+        other.compile(optimizer="adam", loss="mse")
+        other.fit(x, y)
+        """)
+    assert {"HVD013", "HVD011", "HVD012", "HVD050"} <= set(r.codes()) and len(r.all("HVD101")) == 2
+    out = converted(r)
+    assert "ExponentialDecay(0.01 * hvd.size()" in out
+    assert "hvd.DistributedOptimizer(keras.optimizers.Adam(" in out     # the file's own Keras, not tf.keras
