@@ -253,6 +253,8 @@ def test_xla_step_gets_a_warning_and_is_still_converted(check):
     assert "DistributedGradientTape" in converted(r)
     r = check(XLA_STEP.replace("jit_compile=True", "jit_compile=False"))
     assert "HVD091" not in r.codes()
+    r = check(XLA_STEP.replace("(jit_compile=True)", "").replace("\n\n\n@tf", "\ntf.config.optimizer.set_jit(True)\n\n\n@tf"))
+    assert r.at("HVD091") == ["tf.config.optimizer.set_jit(True)"]
 
 
 def test_cpu_forcing_cuda_visible_devices_is_kept(check):

@@ -193,6 +193,13 @@ def _xla(ctx: RuleContext) -> Iterator[Finding]:
             continue          # nothing Horovod goes into this step
         yield _warn(ctx, "HVD091", arg, _xla_message(f"training step `{fn.name.value}` is compiled with XLA"),
                     [(fn.name, "the step that gets Horovod's collectives")])
+    # ``tf.config.optimizer.set_jit(True)``: XLA auto-clustering of every function
+    for call in env.index.by_method.get("set_jit", ()):
+        arg = call.positional(0) or call.keyword("enabled")
+        text = arg.value.get_code(include_prefix=False).strip() if arg is not None else ""
+        if env.callee_qualname(call) == "tensorflow.config.optimizer.set_jit" and text not in ("False", "0", "None", "") \
+                and not ctx.blocked("HVD020", call.node) and not ctx.blocked("HVD011", call.node):
+            yield _warn(ctx, "HVD091", call.node, _xla_message("`set_jit` turns on XLA auto-clustering of the training step"))
     if FIT in summary.kinds:
         for call in env.index.by_method.get("compile", ()):
             arg = _true_keyword(call) if call.method == "compile" else None
