@@ -3,12 +3,13 @@ run it (or a wrapper of it) as it is, so passing the function to them does not h
 loop from the summary (HVD-T4 stays quiet).
 
 * entry points: ``absl.app.run(main)``, ``tf.compat.v1.app.run(main)``,
-  ``horovod.run(main, np=2)`` — they call `main` once, in this process (or each worker);
+  ``horovod.run(main, np=2)``, ``fire.Fire(main)``, ``typer.run(main)`` — they call
+  `main` once, in this process (or each worker);
 * wrappers: ``tf.function(f)``, ``functools.partial(f, ...)`` — the result runs `f`
   (`Env.call_target` follows ``g = partial(f, ...)`` to `f`);
 * ``strategy.run(step_fn)`` on a ``tf.distribute`` strategy (the program gets HVD092).
 
-absl and functools are not among the environment's module roots, so their imports are
+absl, functools, fire and typer are not among the environment's module roots, so their imports are
 read here (``from absl import app``, ``import functools as ft``, ``from functools import
 partial``).
 
@@ -20,9 +21,9 @@ from __future__ import annotations
 from . import nodes as N
 from .env import Env, import_bindings
 
-ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run"}
+ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run", "fire.Fire", "typer.run"}
 WRAPPERS = {"tensorflow.function", "functools.partial"}
-_OTHER_ROOTS = ("absl", "functools")
+_OTHER_ROOTS = ("absl", "functools", "fire", "typer")
 
 
 def callee_name(env: Env, call) -> str | None:

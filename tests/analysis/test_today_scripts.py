@@ -317,10 +317,12 @@ def test_fit_and_a_training_tape_on_two_models_still_t3(check):
     assert "HVD-T3" in r.codes()      # fit needs horovod.tensorflow.keras, the tape horovod.tensorflow
 
 
-def test_horovod_run_launcher_does_not_block(check):
-    r = check(ENTRY_POINTS.replace("tf.compat.v1.app.run(main)", "horovod.run(main, args=([],), np=2)")
-              .replace("import functools\n", "import functools\nimport horovod\n"))
-    assert "HVD-T4" not in r.codes()
+def test_horovod_run_fire_and_typer_launchers_do_not_block(check):
+    for launcher, imp in [("horovod.run(main, args=([],), np=2)", "import horovod"), ("fire.Fire(main)", "import fire"),
+                          ("typer.run(main)", "import typer")]:
+        r = check(ENTRY_POINTS.replace("tf.compat.v1.app.run(main)", launcher)
+                  .replace("import functools\n", f"import functools\n{imp}\n"))
+        assert "HVD-T4" not in r.codes() and "HVD020" in r.codes(), launcher
 
 
 TRAINING_SHAPES = {
