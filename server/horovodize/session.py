@@ -52,6 +52,7 @@ class Graph:
     runs: list[Run] = field(default_factory=list)          # runs that fetch a train op
     train_ops: dict = field(default_factory=dict)          # name -> the minimize/apply call
     problems: list[Problem] = field(default_factory=list)
+    foreign: list = field(default_factory=list)            # (run call, binding of a train op built elsewhere)
 
     @property
     def training(self) -> bool:
@@ -81,7 +82,14 @@ def analyze(env: Env) -> Graph:
                 if target:
                     g.train_ops[target.rsplit(".", 1)[-1]] = call
     for call in idx.by_method.get("run", ()):
-        if call.method != "run" or not call.args:
+        if call.method != "run":
+            continue
+        if all(a.keyword in ("session", "feed_dict") for a in call.args):   # op.run(): the default session
+            sess = _op_run_session(g, call)
+            if sess is not None and sess.kind == "session" and _runs_initializer(env, call):
+                sess.inits.append(N.statement_of(call.node))
+            elif (call.receiver_dotted() or "").rsplit(".", 1)[-1] in g.train_ops:   # train_step.run(feed_dict=...)
+                g.runs.append(Run(call, sess or _only_session(g), _loop_around(call.node)))
             continue
         sess = _resolve(env, g, call)
         fetches = call.keyword("fetches") or call.positional(0)
@@ -92,6 +100,8 @@ def analyze(env: Env) -> Graph:
             continue
         if _fetches_train_op(g, fetches.value):
             g.runs.append(Run(call, sess, _loop_around(call.node)))
+        elif sess is not None and not g.train_ops:
+            g.foreign.extend(_foreign_train_ops(env, fetches.value, call))
     for call in idx.by_method.get("restore", ()):      # saver.restore(sess, path): broadcast after it
         first = call.positional(0) or call.keyword("sess")
         if call.method == "restore" and first is not None:
@@ -126,6 +136,57 @@ def _resolve(env: Env, g: Graph, call: N.Call) -> Sess | None:
     if local:
         return local[-1]
     return named[0] if len(named) == 1 else None
+
+
+def _only_session(g: Graph) -> Sess | None:
+    plain = [s for s in g.sessions if s.kind == "session"]
+    return plain[0] if len(plain) == 1 else None
+
+
+def _foreign_train_ops(env: Env, value, call: N.Call) -> list:
+    """``train_op = cifar10.train(loss, step)`` then ``sess.run(train_op)``: the optimizer is
+    built in another project module (a T1 shape: the loop is not in one file)."""
+    from .env import import_bindings
+    from .restrictions import LIBRARIES
+    modules = {local: full for node in env.index.imports for local, full in import_bindings(node)}
+    out = []
+    for n in N.walk(value):
+        if n.type != "name":
+            continue
+        b = env.lookup(n.value, call.node)
+        inner = N.as_call(b.value) if b is not None and b.value is not None else None
+        root = (inner.callee_dotted() or "").split(".", 1)[0] if inner is not None else ""
+        full = modules.get(root, "") if root else ""
+        if full and full.split(".", 1)[0] not in LIBRARIES and "." in (inner.callee_dotted() or ""):
+            out.append((call, b))
+    return out
+
+
+def _op_run_session(g: Graph, call: N.Call) -> Sess | None:
+    """The session an ``op.run()`` runs in: ``session=sess``, else the innermost
+    ``with tf.Session() as sess:`` around it (a Session is the default one in its block)."""
+    arg = call.keyword("session")
+    if arg is not None:
+        name = N.dotted(arg.value)
+        named = [s for s in g.sessions if s.name == name and s.scope is N.func_scope_of(call.node)]
+        return named[-1] if named else None
+    cur = call.node.parent
+    while cur is not None and cur.type not in ("funcdef", "file_input"):
+        if cur.type == "with_stmt":
+            for s in g.sessions:
+                if s.stmt is cur:
+                    return s
+        cur = cur.parent
+    return None
+
+
+def _runs_initializer(env: Env, call: N.Call) -> bool:
+    """``init.run()`` with ``init = tf.global_variables_initializer()``, or the call inline."""
+    receiver = "".join(p.get_code(include_prefix=False) for p in call.receiver_parts)
+    if any(i in receiver for i in INITIALIZERS):
+        return True
+    b = env.lookup(call.receiver_dotted(), call.node) if call.receiver_dotted() else None
+    return b is not None and b.value is not None and any(i in b.value.get_code(include_prefix=False) for i in INITIALIZERS)
 
 
 def _is_initializer(env: Env, value, at) -> bool:
@@ -177,6 +238,13 @@ def _problems(env: Env, g: Graph) -> None:
     if env.horovod():
         return          # already distributed by hand: its own shape is not second-guessed
     reported: set[int] = set()
+    for call, b in g.foreign[:1]:
+        g.problems.append(Problem(
+            "T1", call.node,
+            f"`{call.receiver_dotted()}.run` trains with `{b.name}`, built by "
+            f"`{N.as_call(b.value).callee_dotted()}` in another module: the optimizer to scale and wrap "
+            "is not in this file (convert that module's optimizer, then this loop)",
+            SESSION_RULES, region=env.source.module, related=[(b.stmt, f"`{b.name}` is built here")]))
     for run in g.runs:
         sess = run.session
         if sess is None:

@@ -259,3 +259,78 @@ def test_cli_reports_python2_in_one_line_and_edits_nothing(tmp_path):
         assert len(lines) == 1 and f"{path}:7:5:" in lines[0] and "Python 2 `print x` statement" in lines[0], proc.stderr
         assert proc.stdout == ""
     assert path.read_text() == PY2
+
+
+# -- shapes from real scripts -----------------------------------------------------------------
+def test_init_op_run_in_the_session_block_and_graph_keyword(check):
+    """Horovod's word2vec: ``init.run()`` in ``with tf.Session(graph=graph) as session:``."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+graph = tf.Graph()
+with graph.as_default():
+    w = tf.Variable(tf.zeros([3]))
+    train_op = tf.train.GradientDescentOptimizer(1.0).minimize(tf.reduce_sum(w * w))
+    init = tf.global_variables_initializer()
+
+with tf.Session(graph=graph) as session:
+    init.run()
+    for step in range(100001):
+        session.run([train_op], feed_dict={})
+""")
+    out = r.converted()
+    assert "    init.run()\n    session.run(hvd.broadcast_global_variables(0))\n" in out   # the with makes graph default
+    assert "range(max(1, 100001 // hvd.size()))" in out
+
+
+def test_session_with_graph_outside_a_with_builds_the_broadcast_in_that_graph(check):
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+g = tf.Graph()
+with g.as_default():
+    w = tf.Variable(tf.zeros([3]))
+    train_op = tf.train.GradientDescentOptimizer(1.0).minimize(tf.reduce_sum(w * w))
+    init = tf.global_variables_initializer()
+sess = tf.Session(graph=g)
+sess.run(init)
+for step in range(10):
+    sess.run(train_op)
+""")
+    assert "sess.run(init)\nwith g.as_default(): sess.run(hvd.broadcast_global_variables(0))\n" in r.converted()
+
+
+def test_train_op_run_method_in_an_interactive_tutorial_shape(check):
+    """``train_step.run(feed_dict=...)`` runs the step in the default (with-)session."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+w = tf.Variable(tf.zeros([3]))
+train_step = tf.train.AdamOptimizer(1e-4).minimize(tf.reduce_sum(w * w))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(20000):
+        train_step.run(feed_dict={})
+""")
+    assert r.at("HVD103") == ["train_step.run(feed_dict={})"]
+    out = r.converted()
+    assert "sess.run(hvd.broadcast_global_variables(0))\n    for i in range(max(1, 20000 // hvd.size())):" in out
+
+
+def test_train_op_built_in_another_module_is_refused_as_t1(check):
+    """tensorflow/models cifar10_train.py: ``train_op = cifar10.train(loss, global_step)``."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+import cifar10
+
+loss = cifar10.loss()
+train_op = cifar10.train(loss, tf.train.get_or_create_global_step())
+with tf.train.MonitoredTrainingSession(checkpoint_dir="/tmp/c",
+                                       hooks=[tf.train.StopAtStepHook(last_step=1000)]) as mon_sess:
+    while not mon_sess.should_stop():
+        mon_sess.run(train_op)
+""")
+    f = r.one("HVD-T1")
+    assert r.src(f) == "mon_sess.run(train_op)" and "cifar10.train" in f.message
+    assert r.converted() == r.text

@@ -31,7 +31,7 @@ RULES = {
     "HVD073": ("divide-session-steps", "Divide the step count by hvd.size()"),
     "HVD074": ("rank0-saver", "Save with Saver on rank 0 only"),
 }
-SESSION_CONFIG_POS = 2            # Session(target='', graph=None, config=None)
+SESSION_GRAPH_POS, SESSION_CONFIG_POS = 1, 2   # Session(target='', graph=None, config=None)
 MTS_CHECKPOINT_POS, MTS_HOOKS_POS = 2, 4   # MonitoredTrainingSession(master, is_chief, checkpoint_dir, scaffold, hooks)
 
 
@@ -144,7 +144,12 @@ def _broadcast(ctx: RuleContext, g) -> Iterator[Finding]:
         anchor = _outside_branches(last, s)
         if ctx.blocked("HVD071", anchor):
             continue
-        edit = ctx.insert_after_stmt(anchor, f"{s.name}.run({hvd}.broadcast_global_variables(0))")
+        text = f"{s.name}.run({hvd}.broadcast_global_variables(0))"
+        graph_arg = s.call.keyword("graph") or s.call.positional(SESSION_GRAPH_POS)
+        if graph_arg is not None and s.stmt.type != "with_stmt":
+            # `Session(graph=g)` outside its `with`: the broadcast ops must be built in g
+            text = f"with {graph_arg.value.get_code(include_prefix=False)}.as_default(): {text}"
+        edit = ctx.insert_after_stmt(anchor, text)
         yield finding(ctx, "HVD071", last, f"session `{s.name}` starts each rank from its own initial variables",
                       Fix(RULES["HVD071"][1], [edit]))
 
