@@ -1,13 +1,19 @@
 """Edit -> publishDiagnostics latency of ``horovodize serve`` and ``ruff server`` over stdio.
 
-For generated TensorFlow programs of 1k, 5k and 10k lines (``bench/programs.py``), each
-server gets the file with ``didOpen``, then 100 one-character incremental edits, one at a
-time; the latency of an edit is the time from sending ``didChange`` to receiving the
-``publishDiagnostics`` for that version. Printed: p50/p95 per server and size, and, for
-reference, in-process timings of a bare parso parse, parso's diff parser on a
-one-character edit, and ``engine.analyze`` on an already parsed tree.
+For generated TensorFlow programs of 1k, 10k and 50k lines (``bench/programs.py``), each
+server gets the file with ``didOpen``, then one-character incremental edits, one at a
+time (100; a fifth of that above 10k lines); the latency of an edit is the time from
+sending ``didChange`` to receiving the ``publishDiagnostics`` for that version. Printed:
+open time and keystroke p50/p95 per server and size, their ratios to ``ruff server``
+(the speed users compare with), each server's resident memory after the edits (VmRSS,
+and its peak VmHWM, from ``/proc/<pid>/status``), and, for reference, in-process
+timings of a bare parso parse, parso's diff parser on a one-character edit, and
+``engine.analyze`` on an already parsed tree (``--no-reference`` skips them).
 
-    .venv/bin/python bench/lsp_latency.py [--sizes 1000 5000 10000] [--edits 100] [--no-ruff]
+    .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
+
+The goal (issue 16): keystroke p95 <= 3x ruff and open <= 10x ruff at 10k lines, edits
+under 300 ms at 50k lines.
 
 A script that prints figures, not a test.
 """
@@ -90,6 +96,20 @@ class Session:
         await asyncio.wrap_future(future)
         self.client.initialized(types.InitializedParams())
 
+    def memory(self) -> tuple[float, float]:
+        """(VmRSS, VmHWM) of the server process in MiB (0 where /proc is missing)."""
+        proc = getattr(self.client, "_server", None)
+        found = {"VmRSS": 0.0, "VmHWM": 0.0}
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key in found:
+                        found[key] = int(value.split()[0]) / 1024
+        except (OSError, AttributeError, ValueError):
+            pass
+        return found["VmRSS"], found["VmHWM"]
+
     async def stop(self):
         try:
             await asyncio.wait_for(self.client.shutdown_async(None), 10)
@@ -137,6 +157,7 @@ async def run_server(name: str, command: list[str], path: Path, edits: int, time
     await session.start()
     try:
         opened, latencies, final = await session.measure(path, edits, timeout)
+        memory = session.memory()
     finally:
         await session.stop()
     if name == "horovodize":   # the incremental (diff-parsed) result equals a fresh analysis
@@ -146,13 +167,14 @@ async def run_server(name: str, command: list[str], path: Path, edits: int, time
         if got != want:
             print(f"MISMATCH after {edits} edits: only from the server {sorted(set(got) - set(want))[:5]},"
                   f" only from a fresh analysis {sorted(set(want) - set(got))[:5]}", file=sys.stderr)
-    return opened, latencies
+    return opened, latencies, memory
 
 
 # -- in-process references --------------------------------------------------------------
 def reference(text: str) -> dict[str, float]:
     full = []
-    for _ in range(3):
+    runs = 3 if text.count("\n") <= 10000 else 1
+    for _ in range(runs):
         t = time.perf_counter()
         module = GRAMMAR.parse(text)
         full.append(time.perf_counter() - t)
@@ -166,7 +188,7 @@ def reference(text: str) -> dict[str, float]:
         diffs.append(time.perf_counter() - t)
         lines = new_lines
     new_text = "".join(lines)
-    for _ in range(3):
+    for _ in range(runs):
         t = time.perf_counter()
         analyze(new_text, module=module)
         analyses.append(time.perf_counter() - t)
@@ -177,12 +199,22 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:8.1f}"
 
 
+def edits_for(size: int, edits: int) -> int:
+    """Fewer edits on the largest files, so one run stays within minutes."""
+    return edits if size <= 10000 else max(10, edits // 5)
+
+
+def ratio(value: float, base: float | None) -> str:
+    return f"{value / base:6.1f}x" if base else f"{'-':>7}"
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one publish")
     parser.add_argument("--no-ruff", action="store_true")
+    parser.add_argument("--no-reference", action="store_true", help="skip the in-process timings")
     args = parser.parse_args()
 
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
@@ -198,18 +230,29 @@ async def main() -> int:
             text = program(size)
             path = Path(tmp) / f"train_{size}.py"
             path.write_text(text)
-            ref = reference(text)
+            ref = None if args.no_reference else reference(text)
+            edits = edits_for(size, args.edits)
+            results = {}
             for name, command in servers:
-                print(f"{name}: {size} lines, {args.edits} edits ...", file=sys.stderr, flush=True)
-                opened, lat = await run_server(name, command, path, args.edits, args.timeout)
-                rows.append((size, text.count("\n"), name, opened, lat, ref))
+                print(f"{name}: {size} lines, {edits} edits ...", file=sys.stderr, flush=True)
+                results[name] = await run_server(name, command, path, edits, args.timeout)
+            base = results.get("ruff")
+            for name, (opened, lat, (rss, hwm)) in results.items():
+                rows.append((text.count("\n"), name, edits, opened, lat, rss, hwm, ref,
+                             None if base is None or name == "ruff" else base))
 
-    print(f"\n{'lines':>6} {'server':<11} {'open ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
+    print(f"\n{'lines':>6} {'server':<11} {'edits':>5} {'open ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
+          f" {'open/ruff':>9} {'p95/ruff':>8} {'RSS MiB':>8} {'peak MiB':>8}"
           f" | {'parso parse':>11} {'diff parse':>10} {'analyze':>8}")
-    for size, lines, name, opened, lat, ref in rows:
-        print(f"{lines:>6} {name:<11} {ms(opened)} {ms(percentile(lat, 50))} {ms(percentile(lat, 95))} {ms(max(lat))}"
-              f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}")
-    print("\n(edit -> publishDiagnostics over stdio; the last three columns are in-process references,"
+    for lines, name, edits, opened, lat, rss, hwm, ref, base in rows:
+        p95 = percentile(lat, 95)
+        refs = (f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}" if ref and name != "ruff"
+                else "")
+        print(f"{lines:>6} {name:<11} {edits:>5} {ms(opened)} {ms(percentile(lat, 50))} {ms(p95)} {ms(max(lat))}"
+              f"  {ratio(opened, base and base[0])}  {ratio(p95, base and percentile(base[1], 95))}"
+              f" {rss:8.0f} {hwm:8.0f}{refs}")
+    print("\n(open: didOpen -> publishDiagnostics; p50/p95/max: didChange -> publishDiagnostics over stdio;"
+          " RSS after the edits, peak = VmHWM; the last three columns are in-process references,"
           " median, ms)")
     return 0
 
