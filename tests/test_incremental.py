@@ -1,0 +1,137 @@
+"""Incremental equivalence: the language server's edit path gives what a fresh analysis gives.
+
+After a keystroke the server does not parse the buffer again: parso's diff parser
+(`lsp.server.IncrementalParser`) updates the previous tree in place, reusing the subtrees
+the edit did not touch, and the analysis runs on that tree (and on whatever the analysis
+caches per reused node). A reused subtree that keeps a stale position, a parent pointer
+or a cached fact would give a finding at the wrong place, a fix for text that is gone, or
+a missing one — only after some sequence of edits. So this replays random edit sequences
+(typing, deleting, pasting lines, breaking and repairing the syntax) on real training
+programs through one `IncrementalParser`, and after every edit compares the findings,
+their fixes and the whole-file conversion with `analyze` of the same text from scratch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from horovodize.engine import analyze
+from horovodize.lsp.server import IncrementalParser
+
+ROOT = Path(__file__).parent
+BENCH = ROOT.parent / "bench"
+
+
+def _corpus() -> list[str]:
+    files = sorted((ROOT / "horovod" / "programs").glob("*.py"))
+    files += sorted(p for p in (ROOT / "fixtures").glob("*/*.py") if not p.name.endswith(".expected.py"))
+    return [p.read_text(encoding="utf-8") for p in files]
+
+
+def _generated() -> str:
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from programs import program
+    finally:
+        sys.path.remove(str(BENCH))
+    return program(400)
+
+
+CORPUS = _corpus()
+# Without the corpus (a broken checkout) the test must fail, not pass vacuously.
+assert len(CORPUS) > 20, "the fixture corpus is missing"
+CORPUS.append(_generated())
+
+# What people type in a training program, and what breaks or repairs it mid-edit.
+SNIPPETS = [
+    "x", "_", " ", "\n", "    ", "\t", "(", ")", ":", ",", "#", '"', "'''", "\\\n", "\r\n",
+    "pass\n", "return loss\n", "    print(loss)\n", "hvd.", "hvd.rank()", "if True:\n    ",
+    "import horovod.tensorflow as hvd\n", "import horovod.tensorflow.keras as hvd\n",
+    "hvd.init()\n", "import tensorflow as tf\n", "optimizer = tf.keras.optimizers.Adam(0.001)\n",
+    "with tf.GradientTape() as tape:\n    loss = model(x)\n",
+    "grads = tape.gradient(loss, model.trainable_variables)\n",
+    "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n",
+    "model.fit(dataset, epochs=3)\n", "model.save('m.h5')\n", "@tf.function\n",
+    "def step(x):\n    return x\n", "class M(tf.keras.Model):\n    pass\n",
+    "for epoch in range(3):\n    ", "while True:\n    break\n", "é", "\U0001f600",
+]
+
+
+@st.composite
+def edit(draw, length: int):
+    """(start, end, new text) over a text of `length` code points."""
+    start = draw(st.integers(0, length))
+    kind = draw(st.sampled_from(["insert", "delete", "replace"]))
+    end = start if kind == "insert" else min(length, start + draw(st.integers(0, 40)))
+    new = "" if kind == "delete" else draw(st.sampled_from(SNIPPETS))
+    return start, end, new
+
+
+def signature(analysis) -> dict:
+    """Everything a client sees of an analysis: findings, fixes, set-up, the conversion."""
+    return {
+        "findings": [dataclasses.asdict(f) for f in analysis.findings],
+        "setup": dataclasses.asdict(analysis.setup) if analysis.setup else None,
+        "conversion": [dataclasses.astuple(e) for e in analysis.conversion_edits()],
+        "refusals": analysis.refusal_reasons(),
+        "loop": analysis.loop_kind,
+        "error": repr(analysis.error),
+        "failed": bool(analysis.internal_errors),
+    }
+
+
+def _line_edit(draw, text: str) -> tuple[int, int, str]:
+    """Whole-line operations: delete, duplicate or move a line (a paste, a cut)."""
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return 0, 0, "x"
+    i = draw(st.integers(0, len(lines) - 1))
+    start = sum(len(line) for line in lines[:i])
+    op = draw(st.sampled_from(["delete", "duplicate", "indent", "dedent"]))
+    line = lines[i]
+    if op == "delete":
+        return start, start + len(line), ""
+    if op == "duplicate":
+        return start, start, line
+    if op == "indent":
+        return start, start, "    "
+    return start, start + min(4, len(line) - len(line.lstrip(" "))), ""
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_incremental_edits_match_a_fresh_analysis(data):
+    text = data.draw(st.sampled_from(CORPUS), label="program")
+    parser = IncrementalParser()
+    first = analyze(text, module=parser.parse(text))
+    assert signature(first) == signature(analyze(text))
+    for _ in range(data.draw(st.integers(1, 6), label="edits")):
+        if data.draw(st.booleans(), label="line edit"):
+            start, end, new = _line_edit(data.draw, text)
+        else:
+            start, end, new = data.draw(edit(len(text)))
+        text = text[:start] + new + text[end:]
+        module = parser.parse(text)
+        assert module.get_code() == text
+        assert signature(analyze(text, module=module)) == signature(analyze(text))
+
+
+@pytest.mark.parametrize("index", [0, len(CORPUS) - 1])
+def test_typing_a_line_character_by_character(index):
+    """One keystroke at a time, as an editor sends them: every prefix of a new statement."""
+    text = CORPUS[index]
+    at = text.find("\n\n") + 1 if "\n\n" in text else len(text)
+    line = "import horovod.tensorflow as hvd\nhvd.init()\n"
+    parser = IncrementalParser()
+    parser.parse(text)
+    for i in range(1, len(line) + 1):
+        current = text[:at] + line[:i] + text[at:]
+        module = parser.parse(current)
+        assert signature(analyze(current, module=module)) == signature(analyze(current))
