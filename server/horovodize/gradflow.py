@@ -33,7 +33,10 @@ def is_training_tape(env: Env, tape) -> bool:
     memo = env.__dict__.setdefault("_training_tapes", {})
     key = id(tape)
     if key not in memo:
-        memo[key] = _Flow(env).tape(tape)
+        try:
+            memo[key] = _Flow(env).tape(tape)
+        except (AttributeError, IndexError, ValueError, RecursionError):
+            memo[key] = True      # an error-recovered tree: keep the old answer (wrap it)
     return memo[key]
 
 
