@@ -70,6 +70,8 @@ def analyze(env: Env) -> Graph:
         kind = session_kind(env, call)
         if kind is not None:
             g.sessions.append(_session(call, kind))
+    if not env.horovod():
+        g.problems += premade_problems(env)
     if not g.sessions:
         return g
     for name in TRAIN_METHODS:
@@ -278,3 +280,42 @@ def _problems(env: Env, g: Graph) -> None:
 
 def _header_span(loop):
     return _header(loop)
+
+
+def premade_problems(env: Env) -> list[Problem]:
+    """Premade Estimators the conversion cannot distribute: boosted trees grow each rank's own
+    ensemble (no gradients to average); a TF2 premade Estimator accepts a new Keras optimizer
+    only by converting it to a legacy one, which it cannot do once ``hvd.DistributedOptimizer``
+    wraps it ("Please set your optimizer as an instance of tf.keras.optimizers.legacy.Optimizer",
+    seen on TF 2.15)."""
+    out = []
+    for b in env.bindings:
+        call = N.as_call(b.value) if b.role == "estimator" else None
+        if call is None:
+            continue
+        if (b.detail or "").startswith("BoostedTrees"):
+            out.append(Problem(
+                "T2", call.node, f"`{b.detail}` trains gradient-boosted trees: each rank would grow its own "
+                "ensemble; Horovod averages optimizer gradients, which boosted trees do not have",
+                SESSION_RULES + ("HVD060", "HVD061"), region=env.source.module))
+            continue
+        dotted = call.callee_dotted() or ""
+        root = dotted.split(".", 1)[0]
+        if "compat.v1" in env.aliases.get(root, "") + "." + dotted:
+            continue                  # TF1 premade Estimators take tf.train optimizers
+        for kw in ("optimizer", "dnn_optimizer", "linear_optimizer"):
+            arg = call.keyword(kw)
+            value = arg.value if arg is not None else None
+            inner = N.as_call(value) if value is not None else None
+            if inner is None and value is not None and N.dotted(value):
+                ob = env.lookup(N.dotted(value), call.node, "optimizer")
+                inner = N.as_call(ob.value) if ob is not None else None
+            q = env.callee_qualname(inner) if inner is not None else None
+            if q and q.startswith("tensorflow.keras.optimizers.") and "legacy" not in (inner.callee_dotted() or ""):
+                out.append(Problem(
+                    "T2", value, f"TF2 `{b.detail}` takes legacy Keras optimizers only: wrapped in "
+                    "hvd.DistributedOptimizer, this one is refused at train time (it is no longer converted "
+                    f"to a legacy one); use `tf.keras.optimizers.legacy.{q.rsplit('.', 1)[-1]}`",
+                    SESSION_RULES + ("HVD060", "HVD061"), region=env.source.module,
+                    related=[(inner.node, "the optimizer")]))
+    return out

@@ -334,3 +334,37 @@ with tf.train.MonitoredTrainingSession(checkpoint_dir="/tmp/c",
     f = r.one("HVD-T1")
     assert r.src(f) == "mon_sess.run(train_op)" and "cifar10.train" in f.message
     assert r.converted() == r.text
+
+
+def test_boosted_trees_are_refused(check):
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+columns = [tf.feature_column.bucketized_column(tf.feature_column.numeric_column("x"), [0.0, 1.0])]
+est = tf.estimator.BoostedTreesClassifier(columns, n_batches_per_layer=1, model_dir="/tmp/bt")
+est.train(lambda: None, max_steps=100)
+""")
+    f = r.one("HVD-T2")
+    assert "gradient-boosted trees" in f.message and r.src(f).startswith("tf.estimator.BoostedTreesClassifier(")
+    assert r.converted() == r.text
+
+
+@pytest.mark.parametrize("optimizer, refused", [
+    ("tf.keras.optimizers.Adam(0.01)", True),
+    ("tf.keras.optimizers.legacy.Adam(0.01)", False),
+])
+def test_tf2_premade_needs_a_legacy_keras_optimizer(check, optimizer, refused):
+    r = check(f"""\
+import tensorflow as tf
+
+opt = {optimizer}
+reg = tf.estimator.DNNRegressor(hidden_units=[8], feature_columns=[tf.feature_column.numeric_column("x")],
+                                optimizer=opt)
+reg.train(lambda: None, steps=10)
+""")
+    assert ("HVD-T2" in r.codes()) == refused
+    if refused:
+        assert "tf.keras.optimizers.legacy.Adam" in r.one("HVD-T2").message
+        assert r.converted() == r.text
+    else:
+        assert "opt = hvd.DistributedOptimizer(opt)" in r.converted()
