@@ -206,6 +206,9 @@ async def convert_file(ls: HorovodizeServer, *args):
     if entry is None:
         ls.show(f"{name}: not open in the editor", types.MessageType.Error)
         return
+    if entry.too_large:
+        ls.show(f"{name}: {entry.too_large}", types.MessageType.Warning)
+        return
     try:
         await ls.in_worker(entry.analysis.source.check_parses)   # the tree the analysis parsed
     except ParseError as e:

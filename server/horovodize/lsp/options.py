@@ -11,6 +11,9 @@
   page (a ``file:`` URI to ``horovodize/docs/<CODE>.md``).
 * ``python``: the interpreter the user's programs run with; the server runs
   ``horovodize doctor`` for it once (``lsp/doctor.py``).
+* ``maxFileLines`` / ``maxFileBytes``: a buffer over either limit (defaults
+  `MAX_FILE_LINES`, `MAX_FILE_BYTES`; 0 = no limit) is not analysed; it gets one
+  information diagnostic that says why, instead of minutes of analysis on every edit.
 
 Invalid options are reported (one warning message) and replaced by their defaults, as
 jedi-language-server does.
@@ -22,12 +25,19 @@ from dataclasses import dataclass
 
 from .. import codes
 
+# Well above a 50k-line training program (usable: an edit takes well under a second
+# there); a generated or vendored file past this costs tens of seconds per analysis.
+MAX_FILE_LINES = 100_000
+MAX_FILE_BYTES = 8_000_000
+
 
 @dataclass(frozen=True)
 class Options:
     select: frozenset[str] | None = None
     docs_base_url: str | None = None
     python: str | None = None
+    max_file_lines: int = MAX_FILE_LINES
+    max_file_bytes: int = MAX_FILE_BYTES
 
 
 def load(raw) -> tuple[Options, list[str]]:
@@ -58,4 +68,15 @@ def load(raw) -> tuple[Options, list[str]]:
     if python is not None and not isinstance(python, str):
         problems.append("`python` must be a string")
         python = None
-    return Options(select=select, docs_base_url=base or None, python=python or None), problems
+    limits = {}
+    for key, field_name, default in (("maxFileLines", "max_file_lines", MAX_FILE_LINES),
+                                     ("maxFileBytes", "max_file_bytes", MAX_FILE_BYTES)):
+        value = raw.get(key)
+        if value is None:
+            limits[field_name] = default
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"`{key}` must be a non-negative integer (0 = no limit)")
+            limits[field_name] = default
+        else:
+            limits[field_name] = value
+    return Options(select=select, docs_base_url=base or None, python=python or None, **limits), problems

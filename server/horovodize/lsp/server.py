@@ -26,7 +26,9 @@ import asyncio
 import gc
 import itertools
 import logging
+import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -38,7 +40,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
 from ..engine import Analysis, analyze
-from ..source import GRAMMAR
+from ..source import GRAMMAR, Source
 from . import convert
 from .options import Options
 from .text import UTF16, Text
@@ -67,6 +69,22 @@ class Entry:
     analysis: Analysis
     diagnostics: list[types.Diagnostic]
     result_id: str
+    too_large: str | None = None     # why the buffer was not analysed (over a size limit)
+
+
+def over_limit(text: str, options: Options) -> str | None:
+    """Why `text` is too large to analyse on every edit (None when it is not)."""
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+    if options.max_file_lines and lines > options.max_file_lines:
+        return (f"horovodize: not analysed: {lines} lines is over the maxFileLines limit ({options.max_file_lines});"
+                " raise it in the server's initializationOptions (0 = no limit)")
+    limit = options.max_file_bytes
+    if limit and len(text) * (1 if text.isascii() else 4) > limit:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            return (f"horovodize: not analysed: {size} bytes is over the maxFileBytes limit ({limit});"
+                    " raise it in the server's initializationOptions (0 = no limit)")
+    return None
 
 
 class IncrementalParser:
@@ -246,11 +264,22 @@ class HorovodizeServer(LanguageServer):
         doc = self.documents.get(uri)
         if doc is None or doc.text is not text:
             return None
+        too_large = over_limit(text.text, options)
+        if too_large is not None:
+            self._parsers.pop(uri, None)         # its tree would only hold memory
+            log.info("not analysed %s version %s: %s", uri, version, too_large)
+            return Entry(uri, version, text, Analysis(Source("")), [types.Diagnostic(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                message=too_large, severity=types.DiagnosticSeverity.Information, source=convert.SOURCE)],
+                str(next(self._result_ids)), too_large)
+        started = time.perf_counter()
         parser = self._parsers.setdefault(uri, IncrementalParser())
         module = parser.parse(text.text)
         analysis = analyze(text.text, module=module)
         diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
         entry = Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)))
+        # (the responsiveness tests count these lines: N keystrokes must not mean N analyses)
+        log.info("analysed %s version %s in %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
         self._since_collect += 1
         if self._since_collect >= FULL_COLLECT_EVERY:
             self._full_collect()
@@ -371,4 +400,12 @@ def run_server(args) -> int:
         SERVER.start_ws(*_address(args.ws, "--ws"))
     else:
         SERVER.start_io()
-    return 0
+    # `exit` answered: leave now. A normal interpreter exit would join the analysis thread,
+    # and with it wait for an analysis of a large file that nobody will read.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):          # closed with the connection
+            pass
+    os._exit(0)
