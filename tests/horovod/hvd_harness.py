@@ -100,16 +100,16 @@ def run_env(report_dir: Path, out_dir: Path, extra: dict | None = None) -> dict:
 
 
 def horovodrun(script: Path, workdir: Path, np: int = 2, timeout: float = RUN_TIMEOUT,
-               args: list[str] | None = None, out_dir: Path | None = None) -> RankRun:
+               args: list[str] | None = None, out_dir: Path | None = None, env: dict | None = None) -> RankRun:
     """Run SCRIPT with `horovodrun -np N -H localhost:N --gloo`; reports land in WORKDIR/reports,
-    files the program writes in OUT_DIR (default WORKDIR/out)."""
+    files the program writes in OUT_DIR (default WORKDIR/out); `env` adds variables."""
     py, run = require_hvd_env()
     report_dir, out_dir = workdir / "reports", out_dir or workdir / "out"
     report_dir.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = [str(run), "-np", str(np), "-H", f"localhost:{np}", "--gloo", str(py), str(script), *(args or [])]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=workdir, env=run_env(report_dir, out_dir), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=workdir, env=run_env(report_dir, out_dir, env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     timed_out = False
     try:

@@ -28,6 +28,7 @@ RULES = {
     "HVD031": ("rank0-checkpoint", "Save checkpoints on rank 0 only"),
     "HVD032": ("rank0-write", "Write files and summaries on rank 0 only"),
     "HVD033": ("barrier-before-read", "Wait for rank 0's write before reading it"),
+    "HVD034": ("load-model-with-horovod", "Load the model with Horovod's optimizer class"),
 }
 MODEL_METHODS = ("summary", "save_weights", "save")
 # Calls that write a file, by qualified name (tensorflow through σ) or by dotted callee.
@@ -92,10 +93,19 @@ def path_arg(ctx: RuleContext, call: N.Call):
         a = call.keyword(kw)
         if a is not None:
             return a.value
-    second = call.callee_dotted() in ("pickle.dump", "json.dump", "joblib.dump") or \
+    dotted = call.callee_dotted()
+    second = dotted in ("pickle.dump", "json.dump", "joblib.dump") or \
         ctx.env.callee_qualname(call) == "tensorflow.saved_model.save"
     a = call.positional(1 if second else 0)
+    if a is not None and dotted in HANDLE_CALLS:
+        # ``json.dump(obj, fh)`` writes through a handle: the path is the one its ``open``
+        # names (``json.dump(obj, open(p, "w"))``); a bare handle is matched by its ``with``.
+        inner = N.as_call(a.value)
+        return path_arg(ctx, inner) if inner is not None and inner.callee_dotted() == "open" else None
     return a.value if a is not None else None
+
+
+HANDLE_CALLS = ("pickle.dump", "json.dump", "pickle.load", "json.load")
 
 
 def statement(call: N.Call):
@@ -148,6 +158,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
     yield from _summary_writers(ctx)
     yield from _barriers(ctx, writes)
+    yield from _load_models(ctx)
 
 
 def _inside(node, ancestor) -> bool:
@@ -241,7 +252,8 @@ def _reads(ctx: RuleContext):
         for call in ctx.calls(name):
             q = ctx.env.callee_qualname(call)
             dotted = call.callee_dotted()
-            if q in READ_QUALNAMES or dotted in READ_DOTTED and not (dotted == "open" and open_for_writing(call)):
+            if q in READ_QUALNAMES or dotted == f"{ctx.hvd}.load_model" or \
+                    dotted in READ_DOTTED and not (dotted == "open" and open_for_writing(call)):
                 yield call
             elif call.method in READ_METHODS and (call.method != "read" or call.args):
                 yield call
@@ -288,3 +300,41 @@ def _between(stmt, write_node):
         if child.start_pos > write_node.start_pos:
             out.append(child)
     return out
+
+
+# -- HVD034 ----------------------------------------------------------------------------------
+LOAD_MODEL = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model", "tensorflow.keras.saving.load_model")
+
+
+def _load_models(ctx: RuleContext) -> Iterator[Finding]:
+    """A Keras model compiled with ``hvd.DistributedOptimizer`` is saved with Horovod's optimizer
+    class (module ``horovod._keras``, same class name): ``tf.keras.models.load_model`` cannot
+    find it, and ``hvd.load_model`` (0.28.1) maps names to factories that the ``.keras``
+    format rejects. Mapping the name to the class the program trains with works for both
+    formats and keeps the loaded optimizer distributed."""
+    model = _fit_model(ctx)
+    if model is None:
+        return
+    for call in ctx.calls("load_model"):
+        if ctx.env.callee_qualname(call) not in LOAD_MODEL or call.has_star() or call.keyword("custom_objects"):
+            continue
+        if ctx.env.lookup(model, call.node, "model") is None or ctx.blocked("HVD034", call.node):
+            continue
+        cls = f"type({model}.optimizer)"
+        edits = ctx.add_keyword(call, f"custom_objects={{{cls}.__name__: {cls}}}")
+        yield finding(ctx, "HVD034", call.node,
+                      "the model is saved with Horovod's optimizer class: load_model cannot rebuild it",
+                      Fix(RULES["HVD034"][1], edits))
+
+
+def _fit_model(ctx: RuleContext) -> str | None:
+    """The model a Keras-flavoured Horovod program trains with ``fit`` (its dotted name)."""
+    from ..loop import FIT
+
+    if not (ctx.summary.hvd_module or "").endswith("keras"):
+        return None
+    for site in ctx.summary.sites:
+        call = N.as_call(site.node)
+        if site.kind == FIT and call is not None and call.receiver_dotted():
+            return call.receiver_dotted()
+    return None

@@ -1,0 +1,153 @@
+"""Whole-program contract on 2 ranks: the converted program divides the work and keeps the
+ranks in step, as Horovod's own examples do.
+
+For each program: convert it, run the original in one process (the reference step count),
+run the conversion with `horovodrun -np 2 --gloo` under an audit hook (audit/sitecustomize.py
+records every file each process opens for writing), and check from what the ranks report:
+
+* both ranks finish within the timeout (no rank left waiting in an allreduce);
+* identical final weights;
+* each rank ran about 1/N of the single-process optimizer steps (``iterations``), and all
+  ranks the same number;
+* rank 1 wrote no file (audit) and made none of the per-rank output directories;
+* only rank 0 printed.
+
+The unconverted program under the same launcher must fail these checks, so they can fail.
+Set HOROVODIZE_RUN_TABLE=path.jsonl to record one row per run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hvd_harness as H
+import pytest
+
+pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
+SIZE = 2
+AUDIT = Path(__file__).resolve().parent / "audit"
+TIMEOUT = 180
+
+
+@dataclass
+class Spec:
+    program: str
+    rank0_dirs: list = field(default_factory=list)     # HVD_OUT_DIR/<name>-rank<r>: rank 0 only
+    rank0_files: list = field(default_factory=list)    # files (in the run's directory) rank 0 writes
+
+
+SPECS = [
+    Spec("wd_fit_arrays_callbacks.py", rank0_dirs=["wd-fit-ckpt"]),   # HVD043 + callbacks on the right ranks
+    Spec("wd_fit_dataset_steps.py"),                                  # HVD042 steps_per_epoch
+    Spec("wd_tape_uneven.py"),                                        # HVD041 shard + equal take, 97 examples
+    Spec("wd_save_load.py", rank0_files=["model.keras", "history.json", "weights.npy"]),   # HVD032/HVD033
+    Spec("wd_take_peek.py"),                                          # take(1) peek left alone, take(20) divided
+    Spec("wd_main_guard.py"),                                         # if __name__ == "__main__": main()
+]
+
+
+def single_process(program: Path, workdir: Path) -> dict:
+    """The unconverted program in one plain process: the reference report."""
+    py, _ = H.require_hvd_env()
+    report_dir, out_dir = workdir / "reports", workdir / "out"
+    report_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([str(py), str(program)], cwd=workdir, env=H.run_env(report_dir, out_dir),
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((report_dir / "report-0.json").read_text())
+
+
+def audited_run(script: Path, workdir: Path) -> tuple[H.RankRun, dict]:
+    """horovodrun with the audit hook; returns the run and rank -> files written (in `workdir`)."""
+    audit_dir = workdir / "audit"
+    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{H.PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir)}
+    run = H.horovodrun(script, workdir, np=SIZE, timeout=TIMEOUT, env=env)
+    written: dict = {r: set() for r in range(SIZE)}
+    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
+        rank = int(path.stem.split("-")[1])
+        for line in path.read_text().splitlines():
+            e = json.loads(line)
+            p = Path(e["path"])
+            if e["event"] == "write" and workdir in p.parents and "reports" not in p.parts:
+                written.setdefault(rank, set()).add(str(p.relative_to(workdir)))
+    return run, written
+
+
+def checks(spec: Spec, run: H.RankRun, written: dict, single: dict, workdir: Path) -> list[str]:
+    """Every contract check that fails, as one line each (empty: the run behaves)."""
+    bad = []
+    reports = run.reports
+    if run.timed_out or run.returncode != 0:
+        bad.append(f"exit {run.returncode}{' (timed out: a rank waits in a collective)' if run.timed_out else ''}")
+    if sorted(reports) != list(range(SIZE)):
+        return bad + [f"reports from ranks {sorted(reports)}"]
+    sums = [reports[r]["checksum"] for r in range(SIZE)]
+    if not all(math.isclose(s, sums[0], rel_tol=1e-9, abs_tol=1e-12) for s in sums):
+        bad.append(f"weights differ: {sums}")
+    its = [reports[r]["iterations"] for r in range(SIZE)]
+    if len(set(its)) != 1:
+        bad.append(f"ranks ran different step counts: {its}")
+    expected = single["iterations"] / SIZE
+    if any(abs(i - expected) > max(1.0, 0.1 * expected) for i in its):
+        bad.append(f"steps per rank {its}, single process {single['iterations']}: not ~1/{SIZE}")
+    for r in range(1, SIZE):
+        if written.get(r):
+            bad.append(f"rank {r} wrote {sorted(written[r])}")
+        if run.stdout.get(r, "").strip():
+            bad.append(f"rank {r} printed {run.stdout[r].strip()[:200]!r}")
+        for name in spec.rank0_dirs:
+            if (workdir / "out" / f"{name}-rank{r}").exists():
+                bad.append(f"rank {r} wrote {name}")
+    for name in spec.rank0_files:
+        if name not in written.get(0, set()):
+            bad.append(f"rank 0 did not write {name}")
+    for name in spec.rank0_dirs:
+        d0 = workdir / "out" / f"{name}-rank0"
+        if not (d0.is_dir() and any(d0.iterdir())):
+            bad.append(f"rank 0 wrote nothing to {d0}")
+    return bad
+
+
+def row(spec: Spec, converted: bool, run: H.RankRun, written: dict, single: dict) -> dict:
+    reports = run.reports
+    return {"program": spec.program, "converted": converted, "ranks": SIZE, "exit": run.returncode,
+            "timed_out": run.timed_out, "wall": round(run.wall, 1),
+            "single_steps": single["iterations"],
+            "steps_per_rank": [reports[r].get("iterations") for r in sorted(reports)],
+            "weights_equal": len(reports) == SIZE and len({round(reports[r]["checksum"], 9) for r in reports}) == 1,
+            "files_by_rank": {r: sorted(written.get(r, ())) for r in range(SIZE)}}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.program[:-3] for s in SPECS])
+def test_converted_program_divides_work_like_horovod(spec: Spec, hvd_env, horovodize_exe, tmp_path):
+    program = H.PROGRAMS / spec.program
+    single = single_process(program, tmp_path / "single")
+    converted = H.convert(program, tmp_path / spec.program)
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    run, written = audited_run(converted, workdir)
+    H.record(row(spec, True, run, written, single))
+    bad = checks(spec, run, written, single, workdir)
+    assert not bad, "\n".join(bad) + f"\nconverted program: {converted}\n--- output tail ---\n{run.tail()}"
+
+
+def test_negative_control_unconverted_program_fails_the_checks(hvd_env, tmp_path):
+    """The same checks on the unconverted save-then-load program: every rank trains alone
+    on everything, prints and writes, so they must report it."""
+    spec = next(s for s in SPECS if s.program == "wd_save_load.py")
+    program = H.PROGRAMS / spec.program
+    single = single_process(program, tmp_path / "single")
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    run, written = audited_run(program, workdir)
+    H.record(row(spec, False, run, written, single))
+    bad = "\n".join(checks(spec, run, written, single, workdir))
+    assert "weights differ" in bad, bad
+    assert "not ~1/2" in bad, bad
+    assert "rank 1 wrote" in bad, bad
