@@ -105,6 +105,8 @@ def member_role(q: str | None) -> tuple[str, str] | None:
     if q in ("tensorflow.keras.Sequential", "tensorflow.keras.Model", "tensorflow.keras.load_model") or \
             q.startswith("tensorflow.keras.applications."):
         return "model", last
+    if q == "tensorflow.keras.estimator.model_to_estimator":     # an Estimator around a compiled Keras model
+        return "estimator", last
     if q.startswith("tensorflow.estimator.") and last.endswith(("Estimator", "Classifier", "Regressor")):
         return "estimator", last
     return None

@@ -293,6 +293,9 @@ def premade_problems(env: Env) -> list[Problem]:
         call = N.as_call(b.value) if b.role == "estimator" else None
         if call is None:
             continue
+        if b.detail == "model_to_estimator":
+            out += _model_to_estimator_problems(env, b, call)
+            continue
         if (b.detail or "").startswith("BoostedTrees"):
             out.append(Problem(
                 "T2", call.node, f"`{b.detail}` trains gradient-boosted trees: each rank would grow its own "
@@ -318,4 +321,38 @@ def premade_problems(env: Env) -> list[Problem]:
                     f"to a legacy one); use `tf.keras.optimizers.legacy.{q.rsplit('.', 1)[-1]}`",
                     SESSION_RULES + ("HVD060", "HVD061"), region=env.source.module,
                     related=[(inner.node, "the optimizer")]))
+    return out
+
+
+def _model_to_estimator_problems(env: Env, b, call: N.Call) -> list[Problem]:
+    """``model_to_estimator`` rebuilds a new Keras optimizer as a legacy one from its config:
+    a wrapped one silently loses ``hvd.DistributedOptimizer`` (ranks drift apart; seen on
+    TF 2.15 with 2 ranks). The compiled optimizer must be a ``tf.keras.optimizers.legacy`` one."""
+    arg = call.keyword("keras_model") or call.positional(0)
+    model = N.dotted(arg.value) if arg is not None else None
+    out = []
+    for c in env.index.by_method.get("compile", ()):
+        if c.method != "compile" or c.receiver_dotted() != model or c.node.start_pos > call.node.start_pos:
+            continue
+        opt = c.keyword("optimizer") or c.positional(0)
+        if opt is None:
+            continue
+        value, shown = opt.value, None
+        if value.type == "string":
+            shown = value.get_code(include_prefix=False)
+        else:
+            inner = N.as_call(value)
+            if inner is None and N.dotted(value):
+                ob = env.lookup(N.dotted(value), c.node, "optimizer")
+                inner = N.as_call(ob.value) if ob is not None else None
+            q = env.callee_qualname(inner) if inner is not None else None
+            if q and q.startswith("tensorflow.keras.optimizers.") and "legacy" not in (inner.callee_dotted() or ""):
+                shown = inner.callee_dotted()
+        if shown is not None:
+            out.append(Problem(
+                "T2", value, f"`model_to_estimator` rebuilds the compiled optimizer {shown} as a legacy Keras "
+                "optimizer, which drops hvd.DistributedOptimizer (ranks would train apart); compile the model "
+                "with a `tf.keras.optimizers.legacy.X(...)` optimizer",
+                SESSION_RULES + ("HVD060", "HVD061", "HVD012"), region=env.source.module,
+                related=[(call.node, "the Estimator is made from the model here")]))
     return out

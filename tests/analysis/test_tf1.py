@@ -368,3 +368,29 @@ reg.train(lambda: None, steps=10)
         assert r.converted() == r.text
     else:
         assert "opt = hvd.DistributedOptimizer(opt)" in r.converted()
+
+
+@pytest.mark.parametrize("compiled, refused", [
+    ('optimizer="adam"', True),
+    ("optimizer=tf.keras.optimizers.Adam(0.01)", True),
+    ("optimizer=tf.keras.optimizers.legacy.Adam(0.01)", False),
+])
+def test_model_to_estimator(check, compiled, refused):
+    """The Estimator rebuilds a new Keras optimizer from its config (dropping the Horovod
+    wrapper: ranks drift apart on TF 2.15); a legacy one is wrapped, hooks and model_dir as usual."""
+    r = check(f"""\
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+model.compile({compiled}, loss="mse")
+est = tf.keras.estimator.model_to_estimator(keras_model=model, model_dir="/tmp/m2e")
+est.train(lambda: None, steps=10)
+""")
+    assert ("HVD-T2" in r.codes()) == refused
+    if refused:
+        assert r.converted() == r.text
+    else:
+        out = r.converted()
+        assert "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.legacy.Adam(0.01 * hvd.size()))" in out
+        assert 'model_dir="/tmp/m2e" if hvd.rank() == 0 else None' in out
+        assert "hooks=[hvd.BroadcastGlobalVariablesHook(0)]" in out
