@@ -58,11 +58,6 @@ SPECS = [
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("keras_model_to_estimator.py", {"lr": 0.01}, [r"model_to_estimator trained"], ["m2e"]),
-    Spec("tf1_session.py", {"lr": 0.01}, [r"step 0 loss"], rank0_files=["session-ckpt"],
-         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
-    Spec("tf1_monitored.py", {"lr": 0.001}, [r"monitored training done after"], ["mts-ckpt"],
-         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
-    Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
     Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
 ]
