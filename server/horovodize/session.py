@@ -72,8 +72,6 @@ def analyze(env: Env) -> Graph:
             g.sessions.append(_session(call, kind))
     if not env.horovod():
         g.problems += premade_problems(env)
-    if not g.sessions:
-        return g
     for name in TRAIN_METHODS:
         for call in idx.by_method.get(name, ()):
             if call.method != name or not call.is_whole():
@@ -83,6 +81,8 @@ def analyze(env: Env) -> Graph:
                 target = N.dotted(parent.children[0])
                 if target:
                     g.train_ops[target.rsplit(".", 1)[-1]] = call
+    if not g.sessions and not g.train_ops:
+        return g
     for call in idx.by_method.get("run", ()):
         if call.method != "run":
             continue
@@ -250,11 +250,16 @@ def _problems(env: Env, g: Graph) -> None:
     for run in g.runs:
         sess = run.session
         if sess is None:
+            maker = _made_by(run.call)
+            why = (f"comes from `{maker}`, a session this conversion does not manage (Supervisor, "
+                   "SessionManager, a helper): use `tf.compat.v1.train.MonitoredTrainingSession` or a "
+                   "`tf.compat.v1.Session` created in this file") if maker else (
+                "is created elsewhere (another function, an attribute or a parameter) and the file has "
+                "more than one session of that name or none")
             g.problems.append(Problem(
                 "S1", run.call.node,
-                f"`{run.call.receiver_dotted()}` runs the training step but the session it names is created "
-                "elsewhere (another function, an attribute or a parameter) and the file has more than one "
-                "or none: the pinning and the broadcast after its initializer cannot be placed",
+                f"`{run.call.receiver_dotted()}` runs the training step but the session {why}: the pinning "
+                "and the broadcast after its initializer cannot be placed",
                 SESSION_RULES, region=env.source.module))
             continue
         if sess.kind == "session" and not sess.inits and id(sess) not in reported:
@@ -276,6 +281,24 @@ def _problems(env: Env, g: Graph) -> None:
             "`while not sess.should_stop()`: its step count cannot be divided by hvd.size() "
             "with every rank running the same number of steps",
             SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
+
+
+def _made_by(call: N.Call) -> str | None:
+    """``sv.managed_session()`` for ``with sv.managed_session() as sess: ... sess.run(...)``
+    (or ``sess = sm.prepare_session(...)``): the call that made the receiver, in its function."""
+    name = call.receiver_dotted()
+    scope = N.func_scope_of(call.node)
+    for node in N.walk(scope):
+        if node.type == "with_item" and len(node.children) == 3 and N.dotted(node.children[2]) == name:
+            made = N.as_call(node.children[0])
+        elif node.type == "expr_stmt" and len(node.children) == 3 and node.children[1] == "=" \
+                and N.dotted(node.children[0]) == name:
+            made = N.as_call(node.children[2])
+        else:
+            continue
+        if made is not None and made.callee_dotted():
+            return made.callee_dotted() + "()"
+    return None
 
 
 def _header_span(loop):

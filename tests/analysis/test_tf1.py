@@ -394,3 +394,19 @@ est.train(lambda: None, steps=10)
         assert "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.legacy.Adam(0.01 * hvd.size()))" in out
         assert 'model_dir="/tmp/m2e" if hvd.rank() == 0 else None' in out
         assert "hooks=[hvd.BroadcastGlobalVariablesHook(0)]" in out
+
+
+def test_supervisor_session_is_refused_with_its_maker(check):
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+w = tf.get_variable("w", [3])
+train_op = tf.train.AdamOptimizer(0.01).minimize(tf.reduce_sum(w * w))
+sv = tf.train.Supervisor(logdir="/tmp/mydir")
+with sv.managed_session() as sess:
+    while not sv.should_stop():
+        sess.run(train_op)
+""")
+    f = r.one("HVD-S1")
+    assert "`sv.managed_session()`" in f.message and "MonitoredTrainingSession" in f.message
+    assert r.converted() == r.text
