@@ -29,7 +29,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
     already = bool(analysis.summary and analysis.summary.sites and all(s.distributed for s in analysis.summary.sites))
     points = []
     for number, title, point_codes in POINTS:
-        changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "message": f.message}
+        changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "change": f.fix.title, "message": f.message}
                    for f in sites if f.code in point_codes]
         if refused:
             status, why = "not done", "the conversion is refused (point 8)"
@@ -63,5 +63,5 @@ def text(report: dict) -> str:
         reason = f" ({p['reason']})" if p["reason"] else ""
         lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
         for c in p["changes"]:
-            lines.append(f"       line {c['line']}: {c['code']} {c['message']}")
+            lines.append(f"       line {c['line']}: {c['code']} {c['change']} ({c['message']})")
     return "\n".join(lines)

@@ -44,10 +44,12 @@ SPECS = [
     Spec("tape_gradient_inside.py", {"lr": 0.003}, [r"eager step 0 loss", r"function step 0 loss"]),
     Spec("tape_split_subclass.py", {"lr": 0.01}, [r"epoch 0 loss"]),
     Spec("gan.py", {"lr": 1e-3, "lr2": 2e-3}, [r"epoch 1 gen"]),
+    # fit on arrays: epochs=2 becomes max(1, 2 // hvd.size()) = 1 epoch of 8 batches per rank
+    # (HVD043; Keras prints no 'Epoch 1/1'); the user's callback runs on every rank (it may steer training).
     Spec("keras_fit.py", {"lr": 0.001},
-         [r"user-callback epoch 1", r"Total params", r"Epoch 2/2"], ["fit-ckpt"],
-         per_rank={"callback_batches": {0: 16, 1: 0}}),
-    Spec("keras_compile_str.py", {"lr": 0.001}, [r"Epoch 2/2"]),
+         [r"user-callback epoch 0", r"Total params", r"8/8 \[="], ["fit-ckpt"],
+         per_rank={"callback_batches": {0: 8, 1: 8}}),
+    Spec("keras_compile_str.py", {"lr": 0.001}, [r"8/8 \[="]),
     Spec("data_take.py", {"lr": 0.001}, [r"Step #0\tLoss"],
          per_rank={"steps": {0: 24 // SIZE, 1: 24 // SIZE}}),
     Spec("checkpoint_save.py", {"lr": 0.001}, [r"epoch 1 loss"], ["ckpt"]),
