@@ -294,11 +294,12 @@ def cmd_convert(args) -> int:
             print(e.line(), file=sys.stderr)
             failures += 1
             continue
-        refused += print_report(path, before, getattr(args, "format", "text"))
+        was_refused = print_report(path, before, getattr(args, "format", "text"))
+        refused += was_refused
         changed += before != after
         for line in trap_warnings(path, before):
             print(line, file=sys.stderr)          # HVD090-092: the conversion proceeds, the report warns
-        if before == after and len(files) == 1:
+        if before == after and len(files) == 1 and not was_refused:
             print(f"{path}: nothing to change", file=sys.stderr)
         if args.diff:
             sys.stdout.write(unified_diff(path, before, after))
