@@ -48,6 +48,7 @@ SPECS = [
     Spec("wd_save_load.py", rank0_files=["model.keras", "history.json", "weights.npy"]),   # HVD032/HVD033
     Spec("wd_take_peek.py"),                                          # take(1) peek left alone, take(20) divided
     Spec("wd_main_guard.py"),                                         # if __name__ == "__main__": main()
+    Spec("wd_app_run.py"),                                            # absl app.run(main), loop inside main
 ]
 
 

@@ -171,8 +171,30 @@ def training_takes(ctx: RuleContext) -> list[N.Call]:
     out = []
     for use in training_data(ctx):
         if use.pipe is not None:
-            out += use.pipe.method("take")
+            out += bounds(ctx, use.pipe)
     return out
+
+
+def bounds(ctx: RuleContext, pipe: Pipeline) -> list[N.Call]:
+    """The pipeline's ``take`` calls that bound training (not train/validation splits)."""
+    return [c for c in pipe.method("take") if not is_split(ctx, c)]
+
+
+def is_split(ctx: RuleContext, take: N.Call) -> bool:
+    """``train = ds.take(n)`` next to ``val = ds.skip(n)``: a split of the data, not a step count.
+    Dividing it would leave examples to nobody; the share is taken by sharding after it."""
+    receiver = _receiver_text(ctx, take)
+    scope = N.func_scope_of(take.node)
+    return any(_receiver_text(ctx, c) == receiver and N.func_scope_of(c.node) is scope
+               for c in ctx.calls("skip") if c.method == "skip")
+
+
+def _receiver_text(ctx: RuleContext, call: N.Call) -> str:
+    parts = call.receiver_parts
+    if not parts:
+        return ""
+    src = ctx.source
+    return src.text[src.offset(parts[0].start_pos):src.offset(parts[-1].end_pos)]
 
 
 def indivisible(value) -> bool:
@@ -219,7 +241,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
-            if bounded or (pipe is not None and (pipe.method("take") or _sharded(pipe) or pipe.infinite)):
+            if bounded or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
                 continue
             if pipe is not None and pipe.source is not None:
                 yield from _shard(ctx, pipe, seen_sources, use)
@@ -236,7 +258,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                           Fix(RULES["HVD043"][1], divide(ctx, epochs.value)))
         elif site.kind == TAPE:
             pipe = use.pipe
-            if pipe is None or pipe.source is None or pipe.method("take") or _sharded(pipe) or pipe.infinite:
+            if pipe is None or pipe.source is None or bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite:
                 continue
             yield from _shard(ctx, pipe, seen_sources, use)
         elif site.kind == ESTIMATOR:
@@ -261,7 +283,8 @@ def _estimator_steps(ctx: RuleContext, call: N.Call, keywords=ESTIMATOR_STEP_KEY
 
 
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
-    src = pipe.source
+    splits = [c for c in pipe.method("take") if is_split(ctx, c)]
+    src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
     key = (id(src.node), src.index)
     if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
         return
