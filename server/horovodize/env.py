@@ -1150,7 +1150,7 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
         env.problems.append(Problem(code, b.stmt, msg, blocks, first, sites=list(sites), related=list(related)))
     counted = []
     for b in creations:
-        if b.conditional is not None and role != "checkpoint":
+        if b.conditional is not None and role != "checkpoint" and not _train_mode_branch(b):
             what = "a conditional expression" if b.conditional is b.value else "a condition"
             problem("R7", b, f"{role} `{b.name}` is created under {what}",
                     [(_header(b.conditional), "the condition")] if b.conditional is not b.value else [])
@@ -1346,3 +1346,15 @@ def _is_module_import_call(value) -> bool:
     arg = call.positional(0)
     text = arg.value.get_code(include_prefix=False).strip("'\"") if arg is not None else ""
     return text in ("tensorflow", "tensorflow.compat.v1")
+
+
+def _train_mode_branch(b: Binding) -> bool:
+    """An Estimator ``model_fn``'s ``if mode == tf.estimator.ModeKeys.TRAIN:`` (Horovod's own
+    TF1 Estimator example): the optimizer exists only where training happens and the rules'
+    edits stay in that branch, so it is not R7's conditional creation."""
+    cond = b.conditional
+    if b.role != "optimizer" or cond is None or cond.type != "if_stmt" or cond.children[0] != "if":
+        return False
+    test = cond.children[1].get_code(include_prefix=False).replace(" ", "")
+    return "ModeKeys.TRAIN" in test and "!=" not in test and "not" not in test \
+        and b.stmt.start_pos < cond.children[3].end_pos        # in the first branch

@@ -410,3 +410,47 @@ with sv.managed_session() as sess:
     f = r.one("HVD-S1")
     assert "`sv.managed_session()`" in f.message and "MonitoredTrainingSession" in f.message
     assert r.converted() == r.text
+
+
+def test_model_fn_optimizer_under_the_train_mode_branch_is_converted(check):
+    """Horovod's tensorflow_mnist_estimator.py shape: not R7's conditional creation."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+
+def model_fn(features, labels, mode):
+    loss = tf.reduce_mean(tf.layers.dense(features["x"], 1))
+    if mode == tf.estimator.ModeKeys.TRAIN:
+        optimizer = tf.train.MomentumOptimizer(learning_rate=0.001, momentum=0.9)
+        train_op = optimizer.minimize(loss=loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss)
+
+
+classifier = tf.estimator.Estimator(model_fn=model_fn)
+classifier.train(input_fn=lambda: None, steps=100)
+""")
+    assert "HVD-R7" not in r.codes()
+    assert ("        optimizer = tf.train.MomentumOptimizer(learning_rate=0.001 * hvd.size(), momentum=0.9)\n"
+            "        optimizer = hvd.DistributedOptimizer(optimizer)\n") in r.converted()
+
+
+def test_optimizer_under_another_condition_is_still_r7(check):
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+
+def model_fn(features, labels, mode, params):
+    loss = tf.reduce_mean(tf.layers.dense(features["x"], 1))
+    if params["sgd"]:
+        optimizer = tf.train.GradientDescentOptimizer(0.1)
+    else:
+        optimizer = tf.train.AdamOptimizer(0.001)
+    train_op = optimizer.minimize(loss=loss, global_step=tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+
+
+classifier = tf.estimator.Estimator(model_fn=model_fn)
+classifier.train(input_fn=lambda: None, steps=100)
+""")
+    assert "HVD-R7" in r.codes()
