@@ -87,7 +87,7 @@ def analyze(env: Env) -> Graph:
         if call.method != "run":
             continue
         if all(a.keyword in ("session", "feed_dict") for a in call.args):   # op.run(): the default session
-            sess = _op_run_session(g, call)
+            sess = _op_run_session(g, call) or _interactive(g, call)
             if sess is not None and sess.kind == "session" and _runs_initializer(env, call):
                 sess.inits.append(N.statement_of(call.node))
             elif (call.receiver_dotted() or "").rsplit(".", 1)[-1] in g.train_ops:   # train_step.run(feed_dict=...)
@@ -138,6 +138,15 @@ def _resolve(env: Env, g: Graph, call: N.Call) -> Sess | None:
     if local:
         return local[-1]
     return named[0] if len(named) == 1 else None
+
+
+def _interactive(g: Graph, call: N.Call) -> Sess | None:
+    """``sess = tf.InteractiveSession()`` earlier in the same function: the default session of
+    ``op.run()`` outside any ``with``."""
+    scope = N.func_scope_of(call.node)
+    found = [s for s in g.sessions if s.scope is scope and s.call.node.start_pos < call.node.start_pos
+             and (s.call.callee_dotted() or "").endswith("InteractiveSession")]
+    return found[-1] if found else None
 
 
 def _only_session(g: Graph) -> Sess | None:

@@ -454,3 +454,20 @@ classifier = tf.estimator.Estimator(model_fn=model_fn)
 classifier.train(input_fn=lambda: None, steps=100)
 """)
     assert "HVD-R7" in r.codes()
+
+
+def test_interactive_session_with_op_run_initializer(check):
+    """The classic TF1 tutorial: InteractiveSession, initializer.run(), train_step.run(...)."""
+    r = check("""\
+import tensorflow.compat.v1 as tf
+
+sess = tf.InteractiveSession()
+w = tf.Variable(tf.zeros([10]))
+train_step = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(w * w))
+tf.global_variables_initializer().run()
+for _ in range(1000):
+    train_step.run(feed_dict={})
+""")
+    assert not [c for c in r.codes() if c.startswith("HVD-")]
+    assert ("tf.global_variables_initializer().run()\nsess.run(hvd.broadcast_global_variables(0))\n"
+            "for _ in range(max(1, 1000 // hvd.size())):") in r.converted()
