@@ -2,8 +2,8 @@
 
 After a keystroke the server does not parse the buffer again: parso's diff parser
 (`lsp.server.IncrementalParser`) updates the previous tree in place, reusing the subtrees
-the edit did not touch, and the analysis runs on that tree (and on whatever the analysis
-caches per reused node). A reused subtree that keeps a stale position, a parent pointer
+the edit did not touch, and the analysis runs on that tree with the buffer's
+`index_memo.IndexMemo` (the index pieces of the top-level statements the tree kept). A reused subtree that keeps a stale position, a parent pointer
 or a cached fact would give a finding at the wrong place, a fix for text that is gone, or
 a missing one — only after some sequence of edits. So this replays random edit sequences
 (typing, deleting, pasting lines, breaking and repairing the syntax) on real training
@@ -110,7 +110,7 @@ def _line_edit(draw, text: str) -> tuple[int, int, str]:
 def test_incremental_edits_match_a_fresh_analysis(data):
     text = data.draw(st.sampled_from(CORPUS), label="program")
     parser = IncrementalParser()
-    first = analyze(text, module=parser.parse(text))
+    first = analyze(text, module=parser.parse(text), memo=parser.memo)
     assert signature(first) == signature(analyze(text))
     for _ in range(data.draw(st.integers(1, 6), label="edits")):
         if data.draw(st.booleans(), label="line edit"):
@@ -120,7 +120,7 @@ def test_incremental_edits_match_a_fresh_analysis(data):
         text = text[:start] + new + text[end:]
         module = parser.parse(text)
         assert module.get_code() == text
-        assert signature(analyze(text, module=module)) == signature(analyze(text))
+        assert signature(analyze(text, module=module, memo=parser.memo)) == signature(analyze(text))
 
 
 @pytest.mark.parametrize("index", [0, len(CORPUS) - 1])
@@ -130,8 +130,11 @@ def test_typing_a_line_character_by_character(index):
     at = text.find("\n\n") + 1 if "\n\n" in text else len(text)
     line = "import horovod.tensorflow as hvd\nhvd.init()\n"
     parser = IncrementalParser()
-    parser.parse(text)
+    analyze(text, module=parser.parse(text), memo=parser.memo)
+    reused = False
     for i in range(1, len(line) + 1):
         current = text[:at] + line[:i] + text[at:]
         module = parser.parse(current)
-        assert signature(analyze(current, module=module)) == signature(analyze(current))
+        assert signature(analyze(current, module=module, memo=parser.memo)) == signature(analyze(current))
+        reused |= parser.memo.walked < len(module.children) - 2
+    assert reused, "the memo never reused a statement: the incremental path is not exercised"

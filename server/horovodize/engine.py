@@ -105,11 +105,13 @@ def _without_overlaps(edits: list[Edit]) -> list[Edit]:
     return out
 
 
-def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
+def analyze(text: str, select: set[str] | None = None, module=None, memo=None) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
     result of parso's incremental diff parser); by default the text is parsed here.
+    `memo` (an `index_memo.IndexMemo`, one per buffer) reuses the work on the top-level
+    statements that tree kept from the previous version; the result is the same.
     """
     try:
         source = Source(text, module)
@@ -118,7 +120,7 @@ def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
     analysis = Analysis(source)
     try:
-        _run(analysis)
+        _run(analysis, memo)
     except (TooDeep, RecursionError) as e:    # pathological nesting: a clean, empty result
         analysis.error = e if isinstance(e, TooDeep) else TooDeep("too deeply nested to analyse", 1, 1)
         analysis.findings, analysis.setup = [], None
@@ -130,9 +132,9 @@ def analyze(text: str, select: set[str] | None = None, module=None) -> Analysis:
     return analysis
 
 
-def _run(analysis: Analysis) -> None:
+def _run(analysis: Analysis, memo=None) -> None:
     source = analysis.source
-    env = analysis.env = build_env(source)
+    env = analysis.env = build_env(source, memo)
     if not (env.tf_names or env.keras_import or env.horovod()):
         return  # not a TensorFlow program
     summary = analysis.summary = summarize(env)

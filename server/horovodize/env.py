@@ -170,10 +170,12 @@ class Index:
     by_method: dict = field(default_factory=dict)      # method or callee name -> [Call]
 
 
-def build_index(module) -> Index:
+def build_index(module, owner=None) -> Index:
     """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry).
     A tree deeper than `MAX_DEPTH` raises `TooDeep` (later passes recurse too); a caller
-    already deep in the stack falls back to the same walk with an explicit stack."""
+    already deep in the stack falls back to the same walk with an explicit stack. `owner`
+    (default: `module`) owns the top-level statements (`index_memo` walks one at a time)."""
+    owner = module if owner is None else owner
     idx = Index()
     names = idx.names
 
@@ -192,10 +194,10 @@ def build_index(module) -> Index:
                 visit(child, _record(idx, child, owner), depth)
 
     try:
-        visit(module, module, 0)  # a parso Module (file_input): nothing to record for the root
+        visit(module, owner, 0)  # a parso Module (file_input): nothing to record for the root
     except RecursionError:
         idx = Index()
-        stack = [(child, module) for child in reversed(module.children)]
+        stack = [(child, owner) for child in reversed(module.children)]
         while stack:
             node, owner = stack.pop()
             if node.type == "name":
@@ -620,10 +622,11 @@ def _is_staticmethod(fn) -> bool:
     return "staticmethod" in parent.children[0].get_code(include_prefix=False)
 
 
-def build_env(source: Source) -> Env:
+def build_env(source: Source, memo=None) -> Env:
+    """`memo`: an `index_memo.IndexMemo` of the buffer's earlier versions (language server)."""
     env = Env(source)
     module = source.module
-    env.index = build_index(module)
+    env.index = memo.index(module) if memo is not None else build_index(module)
     _collect_imports(env, module)
     for fn in env.index.funcdefs:
         env.functions.setdefault(fn.name.value, []).append(fn)
