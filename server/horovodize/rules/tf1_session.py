@@ -29,7 +29,7 @@ RULES = {
     "HVD071": ("session-broadcast", "Broadcast the initial variables after the initializer runs"),
     "HVD072": ("monitored-session", "Add hvd.BroadcastGlobalVariablesHook(0); checkpoint_dir on rank 0 only"),
     "HVD073": ("divide-session-steps", "Divide the step count by hvd.size()"),
-    "HVD074": ("rank0-saver", "Save with Saver on rank 0 only"),
+    "HVD074": ("rank0-saver", "Save with Saver and write FileWriter summaries on rank 0 only"),
 }
 SESSION_GRAPH_POS, SESSION_CONFIG_POS = 1, 2   # Session(target='', graph=None, config=None)
 MTS_CHECKPOINT_POS, MTS_HOOKS_POS = 2, 4   # MonitoredTrainingSession(master, is_chief, checkpoint_dir, scaffold, hooks)
@@ -49,6 +49,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _monitored(ctx, g)
     yield from _steps(ctx, g)
     yield from _saver(ctx)
+    yield from _file_writers(ctx)
     yield from _minimize_inline(ctx)
 
 
@@ -261,6 +262,52 @@ def _saver(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if edits:
             yield finding(ctx, "HVD074", call.node, "every rank writes the Saver checkpoint",
+                          Fix(RULES["HVD074"][1], edits))
+
+
+WRITER_METHODS = ("add_summary", "add_graph", "add_run_metadata", "add_meta_graph", "add_event",
+                  "add_session_log", "flush", "close", "reopen")
+
+
+def _file_writers(ctx: RuleContext) -> Iterator[Finding]:
+    """``writer = tf.summary.FileWriter(logdir, sess.graph)``: made on rank 0 only (``... if
+    hvd.rank() == 0 else None``) when every use of `writer` in its function is a statement
+    ``writer.add_summary(...)`` / ``flush()`` / ``close()``, each then guarded too. A writer
+    used any other way (passed on, stored) is left alone: a guard there would be a guess."""
+    hvd = ctx.hvd
+    for b in ctx.env.bindings:
+        call = N.as_call(b.value) if b.role == "other" else None
+        if call is None or ctx.env.callee_qualname(call) != "tensorflow.summary.FileWriter" or "." in b.name:
+            continue
+        if mentions_hvd(b.value, ctx) or under_rank0_guard(b.stmt, ctx) or ctx.blocked("HVD074", b.stmt):
+            continue
+        scope = b.scope
+        uses, ok = [], True
+        for leaf in ctx.env.index.names.get(b.name, []):
+            if N.func_scope_of(leaf) is not scope or leaf.start_pos <= b.stmt.start_pos:
+                continue
+            trailer = leaf.get_next_sibling()
+            atom = leaf.parent
+            method = trailer.children[1].value if trailer is not None and trailer.type == "trailer" \
+                and trailer.children[0] == "." else None
+            if method in WRITER_METHODS and atom.type in ("atom_expr", "power") and N.is_statement(atom) \
+                    and atom.children[0] is leaf:
+                uses.append(atom)
+            elif leaf.parent.type == "expr_stmt" and leaf.parent.children[0] is leaf:
+                ok = False          # rebound
+            else:
+                ok = False
+        if not ok:
+            continue
+        edits = ctx.wrap(b.value, "", f" if {hvd}.rank() == 0 else None")
+        for use in uses:
+            if not under_rank0_guard(use, ctx):
+                edit = ctx.guard_rank0(use)
+                if edit is None:
+                    break
+                edits.append(edit)
+        else:
+            yield finding(ctx, "HVD074", b.value, f"every rank writes the same event files with `{b.name}`",
                           Fix(RULES["HVD074"][1], edits))
 
 
