@@ -113,8 +113,18 @@ def diagnostic(f: Finding, analysis: Analysis, text: Text, encoding: str, uri: s
 
 def diagnostics(analysis: Analysis, text: Text, encoding: str, uri: str, version: int | None,
                 options: Options) -> list[types.Diagnostic]:
-    return [diagnostic(f, analysis, text, encoding, uri, version, options)
-            for f in analysis.findings if options.select is None or f.code in options.select]
+    out = [diagnostic(f, analysis, text, encoding, uri, version, options)
+           for f in analysis.findings if options.select is None or f.code in options.select]
+    if analysis.error is not None:          # not analysed (too deeply nested): say so where
+        out.append(_not_analysed(analysis, text, encoding))
+    return out
+
+
+def _not_analysed(analysis: Analysis, text: Text, encoding: str) -> types.Diagnostic:
+    e = analysis.error
+    start = analysis.source.offset((e.line, e.column - 1))
+    return types.Diagnostic(range=text.range(start, start, encoding), message=f"{e.kind}: {e.message}",
+                            severity=types.DiagnosticSeverity.Warning, source=SOURCE)
 
 
 # -- code actions ----------------------------------------------------------------------

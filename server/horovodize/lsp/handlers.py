@@ -14,7 +14,7 @@ import logging
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
 from ..source import ParseError
@@ -43,6 +43,7 @@ def initialize(ls: HorovodizeServer, params: types.InitializeParams):
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: HorovodizeServer, params):
+    ls.cancel_pending()                   # a command waiting for the editor does not hold shutdown
     ls.stop_worker()
 
 
@@ -212,7 +213,7 @@ async def convert_file(ls: HorovodizeServer, *args):
     try:
         await ls.in_worker(entry.analysis.source.check_parses)   # the tree the analysis parsed
     except ParseError as e:
-        ls.show(f"{name}:{e.line}:{e.column}: syntax error: {e.message}", types.MessageType.Error)
+        ls.show(f"{name}:{e.line}:{e.column}: {e.kind}: {e.message}", types.MessageType.Error)
         return
     if not entry.analysis.conversion_edits():
         what = "already Horovod-distributed" if entry.analysis.distributed else "no TensorFlow training code to convert"
@@ -222,10 +223,18 @@ async def convert_file(ls: HorovodizeServer, *args):
         ls.show(f"{name}: this editor cannot apply edits from the server (workspace/applyEdit); "
                 f"use the \"{WHOLE_FILE_TITLE}\" code action", types.MessageType.Error)
         return
-    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
-        edit=_conversion_edit(ls, entry), label=WHOLE_FILE_TITLE))
-    if not result.applied:
-        reason = f" ({result.failure_reason})" if result.failure_reason else ""
+    try:
+        result = await ls.request(types.WORKSPACE_APPLY_EDIT, types.ApplyWorkspaceEditParams(
+            edit=_conversion_edit(ls, entry), label=WHOLE_FILE_TITLE))
+    except TimeoutError:
+        ls.show(f"{name}: the editor did not answer the conversion's edit (workspace/applyEdit)",
+                types.MessageType.Warning)
+        return
+    except JsonRpcException as e:
+        ls.show(f"{name}: the editor refused the conversion's edit: {e}", types.MessageType.Warning)
+        return
+    if result is None or not result.applied:
+        reason = f" ({result.failure_reason})" if result is not None and result.failure_reason else ""
         ls.show(f"{name}: the editor did not apply the conversion{reason}", types.MessageType.Warning)
     return
 
