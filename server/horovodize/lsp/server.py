@@ -7,12 +7,8 @@ Analyses run on one worker thread, so the event loop keeps reading changes while
 file is analysed, and so each document's incremental parse (parso's diff parser reuses
 the previous tree) is only ever touched by one thread. Requests for the same (uri,
 version) share one computation; a version that is no longer current when the worker
-reaches it is skipped, and one that stops being current while it is analysed stops at
-the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
-document and are published only if the analysed version is still the document's
-version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
-index pieces of the top-level statements the diff parser kept. Buffers over the size
-limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
+reaches it is skipped. Pushed diagnostics are debounced per document and are published
+only if the analysed version is still the document's version when they are ready.
 Nothing here imports or runs the user's code.
 
 Garbage collection: a 10k-line tree is some 10^5 long-lived objects, and CPython's full
@@ -44,7 +40,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
-from ..engine import Analysis, Cancelled, analyze
+from ..engine import Analysis, analyze
 from ..index_memo import IndexMemo
 from ..source import GRAMMAR, Source
 from . import convert
@@ -285,18 +281,13 @@ class HorovodizeServer(LanguageServer):
         started = time.perf_counter()
         # No automatic collection while parsing and analysing: the new tree is ~10^5 objects
         # that all stay alive, and each full collection triggered by their allocation walks
-        # all of them again (5-20% of the open time of a 10k-line file); they are frozen below.
+        # all of them again (a third of the open time of a 10k-line file); they are frozen below.
         collecting = gc.isenabled()
         gc.disable()
         try:
             parser = self._parsers.setdefault(uri, IncrementalParser())
             module = parser.parse(text.text)
-            try:       # a newer edit stops this analysis between two passes
-                analysis = analyze(text.text, module=module, memo=parser.memo,
-                                   stop=lambda: self._stale(uri, text))
-            except Cancelled:
-                log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
-                return None
+            analysis = analyze(text.text, module=module, memo=parser.memo)
             diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
         finally:
             if collecting:
@@ -310,11 +301,6 @@ class HorovodizeServer(LanguageServer):
         elif gc.isenabled():
             gc.freeze()          # the tree and this analysis: not walked by the next collections
         return entry
-
-    def _stale(self, uri: str, text: Text) -> bool:
-        """Worker thread: has the buffer changed (or closed) since `text`?"""
-        doc = self.documents.get(uri)
-        return doc is None or doc.text is not text
 
     def _full_collect(self) -> None:
         """Worker thread: collect everything, including the cyclic garbage frozen so far."""
