@@ -39,6 +39,20 @@ restored = tf.keras.models.load_model("m.keras")
 """
 
 
+CSV = """import tensorflow as tf
+
+train_dataset = tf.data.experimental.make_csv_dataset("train.csv", 32, label_name="y", num_epochs=1)
+model = tf.keras.Sequential([tf.keras.layers.Dense(3)])
+optimizer = tf.keras.optimizers.SGD(learning_rate=0.01)
+for epoch in range(3):
+    for x, y in train_dataset:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(tf.stack(list(x.values()), axis=1)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
 def run(*args):
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False)
 
@@ -73,4 +87,15 @@ def test_report_says_why_work_is_not_divided(tmp_path):
     path.write_text(FIT.replace("epochs=4", "epochs=1"))
     proc = run("convert", str(path))
     assert proc.returncode == 0
-    assert "5. work divided, equal steps on every rank: not done (no step bound" in proc.stderr
+    assert "5. work divided, equal steps on every rank: not done" in proc.stderr
+    assert "fit on in-memory data runs 1 epoch, which cannot be divided" in proc.stderr
+
+
+def test_report_says_why_a_file_source_is_not_sharded(tmp_path):
+    path = tmp_path / "csv.py"
+    path.write_text(CSV)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    assert "apply(lambda ds" not in proc.stdout        # no shard without an equal bound
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "not done" and "no size known" in point5["notes"][0]["note"]

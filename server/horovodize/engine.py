@@ -37,6 +37,7 @@ class Analysis:
     internal_errors: list[str] = field(default_factory=list)
     error: ParseError | None = None                 # TooDeep: the tree was not analysed
     refusals: list = field(default_factory=list)    # restriction problems that block the loop
+    notes: list = field(default_factory=list)       # (contract point, line, text) for the report
     facts: HvdFacts | None = None                   # what the program already does with Horovod
 
     @property
@@ -148,6 +149,7 @@ def _run(analysis: Analysis, memo=None) -> None:
         except Exception:
             log.exception("rule module %s failed", module.__name__)
             analysis.internal_errors.append(traceback.format_exc())
+    analysis.notes = list(ctx.__dict__.get("notes", ()))
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)

@@ -31,6 +31,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
     for number, title, point_codes in POINTS:
         changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "change": f.fix.title, "message": f.message}
                    for f in sites if f.code in point_codes]
+        notes = [{"line": line, "note": text} for point, line, text in analysis.notes if point == number]
         if refused:
             status, why = "not done", "the conversion is refused (point 8)"
         elif changes:
@@ -44,7 +45,12 @@ def build(analysis: Analysis, path: str = "") -> dict:
                                        "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
         else:
             status, why = "nothing to change", ""
-        points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes})
+        if notes and status == "done":
+            status = "partly done"
+        elif notes and status == "not done" and number == 5:
+            why = ""
+        points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes,
+                       "notes": notes})
     reasons = [{"code": c, "line": line, "message": m} for c, line, m in analysis.refusal_reasons()]
     points.append({"point": 8, "title": "all or nothing", "status": "refused" if refused else "ok",
                    "reason": "a restriction blocks the training loop: nothing was changed" if refused else "",
@@ -64,4 +70,6 @@ def text(report: dict) -> str:
         lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
         for c in p["changes"]:
             lines.append(f"       line {c['line']}: {c['code']} {c['change']} ({c['message']})")
+        for n in p.get("notes", ()):
+            lines.append(f"       line {n['line']}: {n['note']}")
     return "\n".join(lines)

@@ -35,6 +35,8 @@ WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
 FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
 ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
+# Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
+KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range")
 
 
 @dataclass
@@ -249,8 +251,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if pipe is not None or use.expr is None:
                 continue           # a dataset built elsewhere: nothing safe to divide
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
-            if epochs is None or mentions_hvd(epochs.value, ctx) or indivisible(epochs.value) or \
-                    ctx.blocked("HVD043", call.node):
+            if epochs is None or indivisible(epochs.value):
+                note(ctx, call.node, "not divided: fit on in-memory data runs 1 epoch, which cannot be "
+                     "divided; slice the arrays per rank or train more epochs")
+                continue
+            if mentions_hvd(epochs.value, ctx) or ctx.blocked("HVD043", call.node):
                 continue
             if mentions_hvd(use.expr, ctx):
                 continue           # x already sliced per rank
@@ -258,6 +263,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                           Fix(RULES["HVD043"][1], divide(ctx, epochs.value)))
         elif site.kind == TAPE:
             pipe = use.pipe
+            if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):
+                note(ctx, use.expr, "not divided: the loop iterates an endless `repeat()` pipeline with no "
+                     "take(n) to divide; bound it by take(n)")
             if pipe is None or pipe.source is None or bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite:
                 continue
             yield from _shard(ctx, pipe, seen_sources, use)
@@ -282,11 +290,28 @@ def _estimator_steps(ctx: RuleContext, call: N.Call, keywords=ESTIMATOR_STEP_KEY
                       Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
 
 
+def note(ctx: RuleContext, node, text: str) -> None:
+    """A contract-point-5 remark for the conversion report (what was not divided, and why)."""
+    notes = ctx.__dict__.setdefault("notes", [])
+    line = node.start_pos[0]
+    if (5, line, text) not in notes:
+        notes.append((5, line, text))
+
+
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
     splits = [c for c in pipe.method("take") if is_split(ctx, c)]
     src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
     key = (id(src.node), src.index)
     if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
+        return
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(KNOWN_SIZE):
+        # Sharding without an equal bound can give one rank one more batch: its last allreduce
+        # then waits for ranks that have finished. No size, no safe bound: left to the user.
+        note(ctx, pipe.source.node, f"not divided: `{q.removeprefix('tensorflow.')}` has no size known "
+             "before reading it, so no equal per-rank bound can be set; shard its files by rank "
+             "(`list_files(...).shard(hvd.size(), hvd.rank())`) and bound every rank by the same "
+             "take(n) or steps_per_epoch")
         return
     seen.add(key)
     hvd = ctx.hvd
