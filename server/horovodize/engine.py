@@ -106,13 +106,24 @@ def _without_overlaps(edits: list[Edit]) -> list[Edit]:
     return out
 
 
-def analyze(text: str, select: set[str] | None = None, module=None, memo=None) -> Analysis:
+class Cancelled(Exception):
+    """`analyze`'s `stop` said the result is no longer wanted (the buffer changed again)."""
+
+
+def _check(stop) -> None:
+    if stop is not None and stop():
+        raise Cancelled
+
+
+def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
     result of parso's incremental diff parser); by default the text is parsed here.
     `memo` (an `index_memo.IndexMemo`, one per buffer) reuses the work on the top-level
     statements that tree kept from the previous version; the result is the same.
+    `stop` (language server: "has a newer edit arrived?") is asked between the passes;
+    when it answers true the analysis raises `Cancelled` instead of finishing.
     """
     try:
         source = Source(text, module)
@@ -121,7 +132,9 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None) -
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
     analysis = Analysis(source)
     try:
-        _run(analysis, memo)
+        _run(analysis, memo, stop)
+    except Cancelled:
+        raise
     except (TooDeep, RecursionError) as e:    # pathological nesting: a clean, empty result
         analysis.error = e if isinstance(e, TooDeep) else TooDeep("too deeply nested to analyse", 1, 1)
         analysis.findings, analysis.setup = [], None
@@ -133,17 +146,21 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None) -
     return analysis
 
 
-def _run(analysis: Analysis, memo=None) -> None:
+def _run(analysis: Analysis, memo=None, stop=None) -> None:
     source = analysis.source
+    _check(stop)
     env = analysis.env = build_env(source, memo)
     if not (env.tf_names or env.keras_import or env.horovod()):
         return  # not a TensorFlow program
+    _check(stop)
     summary = analysis.summary = summarize(env)
+    _check(stop)
     problems = restrictions.check(env, summary)
     facts = analysis.facts = HvdFacts(env)
     ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts)
     findings: list[Finding] = []
     for module in RULE_MODULES:
+        _check(stop)
         try:
             findings.extend(module.check(ctx))
         except Exception:

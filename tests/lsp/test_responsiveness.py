@@ -98,6 +98,30 @@ async def test_a_burst_of_keystrokes_publishes_only_the_last_version_and_is_not_
         [(f.code, *fresh.source.position(f.start)) for f in fresh.findings]
 
 
+async def test_a_keystroke_stops_the_analysis_of_the_version_it_replaces(client):
+    text = program(30000)          # seconds of parsing and analysis
+    uri = "file:///tmp/horovodize-tests/superseded.py"
+    published = []
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    await asyncio.sleep(1.0)       # version 1 is being parsed or analysed
+    row = next(i for i, line in enumerate(text.split("\n")) if line.startswith("    return "))
+    keystroke(client, uri, 2, row, len("    return "))
+
+    async def until(version):
+        while True:
+            params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            if params.uri == uri:
+                published.append(params.version)
+                if params.version == version:
+                    return
+
+    await asyncio.wait_for(until(2), 300)
+    assert published == [2]
+    assert analysed(uri) == ["2"]                 # version 1 never ran to the end ...
+    assert f"cancelled {uri} version 1 " in LOG.read_text()   # ... it stopped between two passes
+
+
 async def test_shutdown_and_exit_do_not_wait_for_a_running_analysis():
     client = LanguageClient()
     await client.start_io(*SERVE)

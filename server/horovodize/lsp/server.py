@@ -7,8 +7,12 @@ Analyses run on one worker thread, so the event loop keeps reading changes while
 file is analysed, and so each document's incremental parse (parso's diff parser reuses
 the previous tree) is only ever touched by one thread. Requests for the same (uri,
 version) share one computation; a version that is no longer current when the worker
-reaches it is skipped. Pushed diagnostics are debounced per document and are published
-only if the analysed version is still the document's version when they are ready.
+reaches it is skipped, and one that stops being current while it is analysed stops at
+the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
+document and are published only if the analysed version is still the document's
+version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
+index pieces of the top-level statements the diff parser kept. Buffers over the size
+limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 Nothing here imports or runs the user's code.
 
 Garbage collection: a 10k-line tree is some 10^5 long-lived objects, and CPython's full
@@ -29,7 +33,6 @@ import logging
 import os
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -40,7 +43,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
-from ..engine import Analysis, analyze
+from ..engine import Analysis, Cancelled, analyze
 from ..index_memo import IndexMemo
 from ..source import GRAMMAR, Source
 from . import convert
@@ -52,9 +55,6 @@ log = logging.getLogger(__name__)
 DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
-# A server->client request (workspace/applyEdit) not answered by then is given up: an
-# editor that never answers must not hold a command, or shutdown, forever.
-REQUEST_TIMEOUT = float(os.environ.get("HOROVODIZE_REQUEST_TIMEOUT") or 30)
 
 
 @dataclass
@@ -281,13 +281,18 @@ class HorovodizeServer(LanguageServer):
         started = time.perf_counter()
         # No automatic collection while parsing and analysing: the new tree is ~10^5 objects
         # that all stay alive, and each full collection triggered by their allocation walks
-        # all of them again (a third of the open time of a 10k-line file); they are frozen below.
+        # all of them again (5-20% of the open time of a 10k-line file); they are frozen below.
         collecting = gc.isenabled()
         gc.disable()
         try:
             parser = self._parsers.setdefault(uri, IncrementalParser())
             module = parser.parse(text.text)
-            analysis = analyze(text.text, module=module, memo=parser.memo)
+            try:       # a newer edit stops this analysis between two passes
+                analysis = analyze(text.text, module=module, memo=parser.memo,
+                                   stop=lambda: self._stale(uri, text))
+            except Cancelled:
+                log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
+                return None
             diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
         finally:
             if collecting:
@@ -301,6 +306,11 @@ class HorovodizeServer(LanguageServer):
         elif gc.isenabled():
             gc.freeze()          # the tree and this analysis: not walked by the next collections
         return entry
+
+    def _stale(self, uri: str, text: Text) -> bool:
+        """Worker thread: has the buffer changed (or closed) since `text`?"""
+        doc = self.documents.get(uri)
+        return doc is None or doc.text is not text
 
     def _full_collect(self) -> None:
         """Worker thread: collect everything, including the cyclic garbage frozen so far."""
@@ -370,28 +380,6 @@ class HorovodizeServer(LanguageServer):
 
     def stop_worker(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
-
-    # -- requests to the client ----------------------------------------------------------
-    async def request(self, method: str, params, timeout: float | None = None):
-        """A server->client request that raises `TimeoutError` after `timeout` seconds
-        (`REQUEST_TIMEOUT` by default); a late answer is then logged and dropped."""
-        msg_id = str(uuid.uuid4())
-        fut = self.protocol.send_request(method, params, msg_id=msg_id)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), REQUEST_TIMEOUT if timeout is None else timeout)
-        finally:
-            self.protocol._request_futures.pop(msg_id, None)
-            fut.cancel()
-
-    def cancel_pending(self) -> None:
-        """At shutdown: cancel the requests still in flight, both ways (a command waiting
-        for the editor included). pygls does the same after this handler, but while
-        iterating over the dict that a cancellation's callback pops from, which answers
-        ``shutdown`` with -32603; cancelled here, they are already done then."""
-        current = self.protocol.msg_id
-        for msg_id, fut in list(self.protocol._request_futures.items()):
-            if msg_id != current and not fut.done():
-                fut.cancel()
 
     # -- messages ----------------------------------------------------------------------
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
