@@ -33,6 +33,7 @@ import logging
 import os
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -55,6 +56,9 @@ log = logging.getLogger(__name__)
 DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
+# A server->client request (workspace/applyEdit) not answered by then is given up: an
+# editor that never answers must not hold a command, or shutdown, forever.
+REQUEST_TIMEOUT = float(os.environ.get("HOROVODIZE_REQUEST_TIMEOUT") or 30)
 
 
 @dataclass
@@ -380,6 +384,28 @@ class HorovodizeServer(LanguageServer):
 
     def stop_worker(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
+
+    # -- requests to the client ----------------------------------------------------------
+    async def request(self, method: str, params, timeout: float | None = None):
+        """A server->client request that raises `TimeoutError` after `timeout` seconds
+        (`REQUEST_TIMEOUT` by default); a late answer is then logged and dropped."""
+        msg_id = str(uuid.uuid4())
+        fut = self.protocol.send_request(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), REQUEST_TIMEOUT if timeout is None else timeout)
+        finally:
+            self.protocol._request_futures.pop(msg_id, None)
+            fut.cancel()
+
+    def cancel_pending(self) -> None:
+        """At shutdown: cancel the requests still in flight, both ways (a command waiting
+        for the editor included). pygls does the same after this handler, but while
+        iterating over the dict that a cancellation's callback pops from, which answers
+        ``shutdown`` with -32603; cancelled here, they are already done then."""
+        current = self.protocol.msg_id
+        for msg_id, fut in list(self.protocol._request_futures.items()):
+            if msg_id != current and not fut.done():
+                fut.cancel()
 
     # -- messages ----------------------------------------------------------------------
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
