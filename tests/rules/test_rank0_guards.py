@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from horovodize.engine import analyze, convert_text
 
-from rulecase import assert_no_rule, assert_rule, rule_output, sites, src
+from rulecase import assert_no_rule, assert_rule, compiles, rule_output, sites, src
 
 
 def test_print_statements_are_guarded():
@@ -291,3 +291,34 @@ def test_each_guard_is_its_own_quick_fix():
         """)
     analysis = analyze(text)
     assert len(sites(analysis, "HVD030")) == 1 and len(sites(analysis, "HVD032")) == 1
+
+
+def test_log_file_open_around_training_stays_on_every_rank():
+    """A ``with open(log, "w")`` block that trains must run on every rank (else rank 0 waits
+    in allreduce for ranks that skipped it): the other ranks write to os.devnull instead."""
+    before = """
+        import os
+
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD(0.1)
+
+
+        def train_step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+
+        with open(os.path.join("logs", "train.log"), "w") as log:
+            for step in range(10):
+                loss = train_step(tf.ones((2, 2)))
+                log.write(f"{step} {float(loss)}\\\\n")
+        """
+    out = rule_output(src(before), "HVD032")
+    assert 'with open(os.path.join("logs", "train.log") if hvd.rank() == 0 else os.devnull, "w") as log:' in out
+    assert "\n    for step in range(10):" in out          # the block is not moved under a guard
+    compiles(convert_text(src(before)))

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from .. import nodes as N
 from ..source import Edit
-from .base import Finding, Fix, RuleContext, finding, under_rank0_guard
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 
 RULES = {
     "HVD030": ("rank0-print", "Print on rank 0 only"),
@@ -156,6 +156,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
+    yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     yield from _barriers(ctx, writes)
     yield from _load_models(ctx)
@@ -171,18 +172,57 @@ def _inside(node, ancestor) -> bool:
 
 
 def _write_blocks(ctx: RuleContext):
-    """``with open(path, "w") as f:`` statements (each with its open call)."""
+    """``with open(path, "w") as f:`` statements (each with its open call) that do nothing but
+    write: a block that also trains (a log file open around the epochs) must run on every
+    rank, so only the writes inside it are guarded."""
     for item, _owner in ctx.env.index.with_items:
         call = N.as_call(item.children[0])
         if call is None or not open_for_writing(call):
             continue
         stmt = N.enclosing(item, {"with_stmt"})
-        if stmt is not None and len([c for c in stmt.children if c.type == "with_item"]) <= 1:
+        if stmt is not None and len([c for c in stmt.children if c.type == "with_item"]) <= 1 \
+                and not _trains(ctx, stmt):
             yield stmt, call
     for call in ctx.calls("open"):
         with_stmt = call.node.parent
-        if with_stmt is not None and with_stmt.type == "with_stmt" and open_for_writing(call):
+        if with_stmt is not None and with_stmt.type == "with_stmt" and open_for_writing(call) \
+                and not _trains(ctx, with_stmt):
             yield with_stmt, call
+
+
+def _training_log_files(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
+    """``with open(log, "w") as f:`` around training: every rank runs the block, the other
+    ranks write to ``os.devnull`` (nothing reaches the disk, the file is not truncated)."""
+    os_name = next((name for name, q in ctx.env.aliases.items() if q == "os"), None)
+    devnull = f"{os_name}.devnull" if os_name else '"/dev/null"'
+    for item, _owner in ctx.env.index.with_items:
+        call = N.as_call(item.children[0])
+        stmt = N.enclosing(item, {"with_stmt"})
+        if call is None or stmt is None or any(stmt is b for b in guarded) or not open_for_writing(call):
+            continue
+        path = call.keyword("file") or call.positional(0)
+        if path is None or mentions_hvd(path.value, ctx) or under_rank0_guard(stmt, ctx) or \
+                ctx.blocked("HVD032", call.node):
+            continue
+        value = path.value
+        low = value.type in ("test", "lambdef", "namedexpr_test")
+        edits = ctx.wrap(value, "(" if low else "", f"{')' if low else ''} if {ctx.hvd}.rank() == 0 else {devnull}")
+        yield finding(ctx, "HVD032", call.node, "every rank writes the same file",
+                      Fix("Write the file on rank 0 only (os.devnull elsewhere)", edits))
+
+
+def _trains(ctx: RuleContext, stmt) -> bool:
+    """The statement holds a training step or its loop, or calls a function that trains."""
+    start, end = stmt.start_pos, stmt.end_pos
+    inside = lambda n: n is not None and start <= n.start_pos and n.end_pos <= end  # noqa: E731
+    for site in ctx.summary.sites:
+        if inside(site.node) or inside(site.driver):
+            return True
+    for call in N.calls_in(stmt):
+        target = ctx.env.call_target(call)
+        if target is not None and ctx.summary.functions.get(target):
+            return True
+    return False
 
 
 def guard_block(ctx: RuleContext, stmt) -> list[Edit]:
