@@ -322,3 +322,24 @@ def test_log_file_open_around_training_stays_on_every_rank():
     assert 'with open(os.path.join("logs", "train.log") if hvd.rank() == 0 else os.devnull, "w") as log:' in out
     assert "\n    for step in range(10):" in out          # the block is not moved under a guard
     compiles(convert_text(src(before)))
+
+
+def test_no_barrier_in_a_function_only_rank0_calls():
+    """A barrier is a collective: in a function called under a rank-0 guard only rank 0
+    would reach it and wait forever."""
+    assert_no_rule("""
+        import tensorflow as tf
+        import horovod.tensorflow.keras as hvd
+
+        hvd.init()
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+
+        def export_and_check(path):
+            model.save(path)
+            return tf.keras.models.load_model(path)
+
+
+        if hvd.rank() == 0:
+            export_and_check("m.keras")
+        """, "HVD033")

@@ -314,6 +314,8 @@ def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
                  (text and w[0] and (text == w[0] or text in w[0]) or not w[0] and call.method == "restore")]
         if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
+        if _called_on_rank0_only(ctx, scope):
+            continue      # a collective that only rank 0 reaches would wait forever
         prev = stmt.get_previous_sibling()
         if prev is not None and prev.type == "simple_stmt" and is_barrier(prev):
             continue
@@ -328,6 +330,14 @@ def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
         edit = ctx.insert_before_stmt(stmt, f'{ctx.hvd}.allreduce({zero}, name="barrier")')
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
+
+
+def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
+    """A function some of whose calls run under a rank guard: a barrier in it cannot be reached
+    by every rank."""
+    if fn is None or fn.type != "funcdef":
+        return False
+    return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
 
 
 def _between(stmt, write_node):
