@@ -263,6 +263,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                           Fix(RULES["HVD043"][1], divide(ctx, epochs.value)))
         elif site.kind == TAPE:
             pipe = use.pipe
+            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx):
+                note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
+                     "from a source of known size; shard it by rank and bound every rank by the same take(n)")
             if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):
                 note(ctx, use.expr, "not divided: the loop iterates an endless `repeat()` pipeline with no "
                      "take(n) to divide; bound it by take(n)")
@@ -273,6 +276,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             call = N.as_call(site.node) or _call_at(site.node)
             if call is None or call.method != "train":
                 continue
+            if not any(call.keyword(kw) for kw in ESTIMATOR_STEP_KEYWORDS):
+                note(ctx, call.node, "not divided: train() has no steps/max_steps; every rank runs the whole "
+                     "input_fn: give it steps=n // hvd.size() or shard the input_fn's data by rank")
             yield from _estimator_steps(ctx, call)
     for call in ctx.calls("TrainSpec"):
         if ctx.env.callee_qualname(call) and ctx.env.callee_qualname(call).endswith("estimator.TrainSpec"):
