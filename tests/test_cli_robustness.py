@@ -126,12 +126,17 @@ def test_write_keeps_hard_links(tmp_path):
     assert other.read_text() == convert_text(TAPE)
 
 
-def test_write_keeps_the_mode(tmp_path):
+def test_write_keeps_the_mode_and_owner(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(TAPE)
     path.chmod(0o751)
+    owner = (path.stat().st_uid, path.stat().st_gid)
+    if os.geteuid() == 0:                         # root can give the file to someone else first
+        os.chown(path, 4321, 4321)
+        owner = (4321, 4321)
     assert run("convert", str(path), "--write").returncode == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o751 and path.read_text() == convert_text(TAPE)
+    assert (path.stat().st_uid, path.stat().st_gid) == owner
 
 
 def test_write_refuses_a_read_only_file(tmp_path):

@@ -44,7 +44,7 @@ def read_bytes(path: Path) -> bytes:
     """The bytes of a regular file. Anything else gets a one-line error at once: a FIFO or
     a device is opened without blocking and refused, never read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file")
     except IsADirectoryError:
@@ -215,7 +215,7 @@ def _replace(real: Path, data: bytes, st: os.stat_result) -> bool:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        if hasattr(os, "geteuid") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except OSError:
