@@ -57,6 +57,20 @@ def keras3_only_uses(env: Env) -> dict[str, object]:
     return found
 
 
+def optimizer_apply_uses(env: Env) -> list:
+    """``optimizer.apply(grads, vars)`` calls: Keras 3 only (Keras 2 optimizers have only
+    ``apply_gradients(zip(grads, vars))``, which Horovod's broadcast rule HVD021 follows)."""
+    out = []
+    for call in env.index.by_method.get("apply", ()):
+        if call.method != "apply" or len(call.args) < 1:
+            continue
+        receiver = call.receiver_dotted() or ""
+        if env.lookup(receiver, call.node, "optimizer") is not None or \
+                receiver.rsplit(".", 1)[-1].lower().endswith(("optimizer", "opt")):
+            out.append(call)
+    return out
+
+
 def backend_not_tensorflow(env: Env) -> str | None:
     """``os.environ["KERAS_BACKEND"] = "jax"``: the backend named, when not tensorflow."""
     for stmt, _owner in env.index.assignments:
@@ -69,4 +83,4 @@ def backend_not_tensorflow(env: Env) -> str | None:
     return None
 
 
-__all__ = ["keras3_imports", "keras3_only_uses", "backend_not_tensorflow", "KERAS3_ONLY"]
+__all__ = ["keras3_imports", "keras3_only_uses", "optimizer_apply_uses", "backend_not_tensorflow", "KERAS3_ONLY"]

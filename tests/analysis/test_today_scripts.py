@@ -191,6 +191,7 @@ def test_keras3_custom_train_step_is_a_fit_loop(check):
     r = check(KERAS3_CUSTOM_TRAIN_STEP)
     assert "HVD-T3" not in r.codes() and "HVD100" not in r.codes()
     assert r.summary.label == "Keras fit"
+    assert "`self.optimizer.apply(grads, vars)` is Keras 3 only" in r.one("HVD090").message
     out = converted(r)
     assert "hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size()))" in out
     assert "DistributedGradientTape" not in out

@@ -24,7 +24,7 @@ from typing import Iterator
 from .. import nodes as N
 from ..callables import callee_name
 from ..env import Problem
-from ..keras3 import backend_not_tensorflow, keras3_imports, keras3_only_uses
+from ..keras3 import backend_not_tensorflow, keras3_imports, keras3_only_uses, optimizer_apply_uses
 from ..loop import FIT, LOOP_CODES, TAPE
 from .base import Finding, Related, RuleContext, SEVERITY_RESTRICTION
 
@@ -129,6 +129,12 @@ def _keras3(ctx: RuleContext) -> Iterator[Finding]:
         names = ", ".join(f"`{api}`" for api in list(only)[:4])
         message += f"; {names} {'has' if len(only) == 1 else 'have'} no tf_keras twin (rewrite with `tf.*` ops)"
         related = [(leaf, f"`{api}` exists only in Keras 3") for api, leaf in list(only.items())[:3]]
+    applies = optimizer_apply_uses(env)
+    if applies:
+        receiver = applies[0].receiver_dotted()
+        message += (f"; `{receiver}.apply(grads, vars)` is Keras 3 only: write "
+                    f"`{receiver}.apply_gradients(zip(grads, vars))` (the initial broadcast, HVD021, follows that call)")
+        related.append((applies[0].node, "Keras 3 optimizer API"))
     backend = backend_not_tensorflow(env)
     if backend:
         message += f"; KERAS_BACKEND={backend}: Horovod's TensorFlow ops need the tensorflow backend"
