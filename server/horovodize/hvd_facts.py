@@ -357,7 +357,7 @@ class HvdFacts:
         cur = node
         while cur.parent is not None:
             parent = cur.parent
-            if parent.type == "if_stmt" and cur.type == "suite":
+            if parent.type == "if_stmt" and cur.type in ("suite", "simple_stmt") and cur is not parent.children[1]:
                 if any(self.is_rank_test(c) for c in _if_tests(parent, cur)):
                     return True
             if parent.type == "suite" or parent.type == "file_input":

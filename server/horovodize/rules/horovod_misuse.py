@@ -2,8 +2,9 @@
 
 Each looks at the Horovod facts (`hvd_facts`) and reports only what it can tell for sure;
 a quick fix is attached where the repair is mechanical (and ``convert`` applies it):
-HVD200 adds the missing ``hvd.init()``, HVD201 drops the second ``* hvd.size()``, HVD203
-materialises the ``zip``. The other repairs are the conversion rules' own (HVD021/HVD050
+HVD200 adds the missing ``hvd.init()``, HVD201 drops the second ``* hvd.size()``, HVD202
+moves the tape's wrap above its ``gradient()``, HVD203 materialises the ``zip``, HVD204 gives
+a steering callback to every rank. The other repairs are the conversion rules' own (HVD021/HVD050
 broadcast, HVD011/HVD020 averaging, HVD04x division), which run on the same program.
 
 Requires: env (bindings, index), loop (training sites), hvd_facts.
@@ -116,7 +117,32 @@ def _hvd202(ctx: RuleContext) -> Iterator[Finding]:
         if before and not after:
             yield _warn(ctx, "HVD202", call.node,
                         f"`{name}` is wrapped after its `gradient()` was taken (line {before[-1].node.start_pos[0]}): "
-                        "those gradients are not averaged; wrap the tape before `gradient()`")
+                        "those gradients are not averaged; wrap the tape before `gradient()`",
+                        _move_wrap_fix(ctx, call, name, before[0]))
+
+
+def _move_wrap_fix(ctx: RuleContext, wrap: N.Call, name: str, first_gradient: N.Call) -> Fix | None:
+    """Move ``tape = hvd.DistributedGradientTape(tape)`` up to the line before the statement
+    taking the first gradient, when both are statements of the same block, the wrap rebinds
+    the tape's own name and is alone on its lines (else the repair is not mechanical)."""
+    stmt = N.statement_of(wrap.node)
+    parts = N.assign_parts(stmt) if stmt is not None and stmt.type == "expr_stmt" else None
+    if parts is None or len(parts[0]) != 1 or N.dotted(parts[0][0]) != name or parts[1] is not wrap.node:
+        return None
+    simple, target = stmt.parent, N.statement_of(first_gradient.node)
+    if simple.type != "simple_stmt" or len(simple.children) != 2 or target is None:
+        return None
+    target = target.parent if target.parent.type == "simple_stmt" else target
+    if target.parent is not simple.parent:
+        return None
+    text, src = ctx.source.text, ctx.source
+    start = src.line_start(src.offset(simple.start_pos))
+    end = src.line_end(src.offset(simple.get_last_leaf().start_pos))
+    if text[start:src.offset(stmt.start_pos)].strip() or src.offset(simple.start_pos) != src.offset(stmt.start_pos):
+        return None
+    line = text[src.offset(stmt.start_pos):src.offset(simple.get_last_leaf().start_pos)].rstrip()  # its comment too
+    return Fix(f"Wrap `{name}` before its gradient() is taken",
+               [ctx.insert_before_stmt(target, line), Edit(start, end, "")], needs_setup=False)
 
 
 # -- HVD203 ----------------------------------------------------------------------------
@@ -172,7 +198,7 @@ def _fit_calls(ctx: RuleContext):
 
 
 def _hvd204(ctx: RuleContext) -> Iterator[Finding]:
-    seen = set()
+    seen, found = set(), []
     for call in _fit_calls(ctx):
         arg = call.keyword("callbacks") or call.positional(5)
         if arg is None:
@@ -180,10 +206,66 @@ def _hvd204(ctx: RuleContext) -> Iterator[Finding]:
         for entry in ctx.facts.callback_list(arg.value, call.node).entries:
             if entry.kind == "steering" and entry.guarded and id(entry.node) not in seen:
                 seen.add(id(entry.node))
-                name = (N.as_call(entry.node).callee_dotted() if N.as_call(entry.node) else None) or "callback"
-                yield _warn(ctx, "HVD204", entry.node,
-                            f"`{name.rsplit('.', 1)[-1]}` steers training but runs on rank 0 only: the other ranks "
-                            "keep training (and wait in allreduce forever when rank 0 stops); give it to every rank")
+                found.append(entry)
+    moving = {id(e.stmt) for e in found if e.stmt is not None}
+    for entry in found:
+        name = (N.as_call(entry.node).callee_dotted() if N.as_call(entry.node) else None) or "callback"
+        yield _warn(ctx, "HVD204", entry.node,
+                    f"`{name.rsplit('.', 1)[-1]}` steers training but runs on rank 0 only: the other ranks "
+                    "keep training (and wait in allreduce forever when rank 0 stops); give it to every rank",
+                    _unguard_fix(ctx, entry.stmt, moving))
+
+
+def _unguard_fix(ctx: RuleContext, stmt, moving: set) -> Fix | None:
+    """Move ``callbacks.append(<steering>)`` from the body of ``if hvd.rank() == 0:`` to just
+    above that ``if`` (a guard left empty goes). Only for a statement alone on its lines,
+    directly in the ``if`` branch of a rank test that is itself on every rank; a rank ternary
+    or an early return is not a mechanical move."""
+    if stmt is None or stmt.parent is None or stmt.parent.type != "simple_stmt":
+        return None
+    simple = stmt.parent
+    if len(simple.children) != 2:
+        return None
+    facts, src = ctx.facts, ctx.source
+    block = simple.parent
+    guard = block.parent if block.type == "suite" else block
+    if block.type == "if_stmt":
+        block = simple                      # `if hvd.rank() == 0: callbacks.append(...)` on one line
+    if guard is None or guard.type != "if_stmt" or guard.children[3] is not block and guard.children[3] is not simple:
+        return None
+    if not facts.is_rank_test(guard.children[1]) or facts.under_rank_guard(guard):
+        return None
+    others = [c for c in block.children if c.type not in ("newline", "endmarker")] if block.type == "suite" else []
+    if len(others) > 1 and all(id(c.children[0]) in moving for c in others):
+        return None                         # every statement leaves: moving one by one would empty the if
+    text = src.text
+    g_start = src.line_start(src.offset(guard.start_pos))
+    indent = src.indent_of(guard)
+    if src.offset(guard.start_pos) != g_start + len(indent):
+        return None                         # the if shares its line with other code
+    code = text[src.offset(stmt.start_pos):src.offset(simple.get_last_leaf().start_pos)].rstrip()
+    if block is simple or (len(guard.children) == 4 and len([c for c in block.children if c.type != "newline"]) == 1):
+        # the guard holds nothing else: the statement replaces the whole if
+        start, end = g_start, ctx.stmt_end(guard)
+        first, *rest = code.split("\n")
+        deeper = src.indent_of(stmt)
+        if any(line.strip() and not line.startswith(deeper) for line in rest):
+            return None
+        moved = "\n".join([first] + [indent + line[len(deeper):] if line.strip() else line for line in rest])
+        return Fix("Give the callback to every rank", [Edit(start, end, ctx.lines(moved, indent))], needs_setup=False)
+    if block is simple or len(others) < 2:
+        return None                         # an if/else whose branch would be left empty
+    s_start = src.line_start(src.offset(simple.start_pos))
+    if text[s_start:src.offset(stmt.start_pos)].strip():
+        return None
+    s_end = src.line_end(src.offset(simple.get_last_leaf().start_pos))
+    deeper = src.indent_of(stmt)
+    first, *rest = code.split("\n")
+    if any(line.strip() and not line.startswith(deeper) for line in rest):
+        return None
+    moved = "\n".join([first] + [indent + line[len(deeper):] if line.strip() else line for line in rest])
+    return Fix("Give the callback to every rank",
+               [Edit(g_start, g_start, ctx.lines(moved, indent)), Edit(s_start, s_end, "")], needs_setup=False)
 
 
 # -- HVD205 / HVD206 ---------------------------------------------------------------------
