@@ -490,8 +490,23 @@ class HvdFacts:
             return
         if t == "test":            # a if cond else b
             rank = self.is_rank_test(value.children[2])
-            self._collect_callbacks(value.children[0], at, out, guarded or rank, depth + 1)
-            self._collect_callbacks(value.children[4], at, out, guarded or rank, depth + 1)
+            branches = []
+            for branch in (value.children[0], value.children[4]):
+                sub = CallbackList()
+                self._collect_callbacks(branch, at, sub, guarded or rank, depth + 1)
+                out.literals += sub.literals
+                out.complete &= sub.complete
+                branches.append(sub.entries)
+            # a callback in both branches (`common + rank0 if hvd.rank() == 0 else common`) is on every rank
+            both = {id(e.node) for e in branches[0]} & {id(e.node) for e in branches[1]}
+            if both:            # their own guard only: collect again without the ternary's
+                plain = CallbackList()
+                self._collect_callbacks(value.children[0], at, plain, guarded, depth + 1)
+                flags = {id(e.node): e.guarded for e in plain.entries}
+                for e in branches[0]:
+                    if id(e.node) in both:
+                        e.guarded = flags.get(id(e.node), e.guarded)
+            out.entries += branches[0] + [e for e in branches[1] if id(e.node) not in both]
             return
         if t == "arith_expr":
             for c in value.children:

@@ -280,11 +280,34 @@ def _trains(ctx: RuleContext) -> list:
 def _hvd205(ctx: RuleContext) -> Iterator[Finding]:
     facts = ctx.facts
     averaging = facts.calls("DistributedOptimizer", "DistributedGradientTape")
-    if not averaging or facts.broadcasts or ctx.calls("BroadcastGlobalVariablesHook"):
+    if not averaging:
+        return
+    if facts.broadcasts or ctx.calls("BroadcastGlobalVariablesHook"):
+        yield from _broadcast_on_rank0_only(ctx)
         return
     yield _warn(ctx, "HVD205", averaging[0].node,
                 "gradients are averaged but the initial state is never broadcast from rank 0: ranks start "
                 "from different weights and stay apart")
+
+
+def _broadcast_on_rank0_only(ctx: RuleContext) -> Iterator[Finding]:
+    """The only broadcast is a callback given to rank 0 alone (``callbacks=[Broadcast...]
+    if hvd.rank() == 0 else None``, seen in users' code): the other ranks never join it."""
+    facts = ctx.facts
+    entries = []
+    for call in _fit_calls(ctx):
+        arg = call.keyword("callbacks") or call.positional(5)
+        if arg is not None:
+            entries += [e for e in facts.callback_list(arg.value, call.node).entries if e.kind == "broadcast"]
+    guarded = [e for e in entries if e.guarded]
+    if not guarded or len(guarded) < len(entries):
+        return
+    nodes = {id(e.node) for e in entries}
+    if any(id(c.node) not in nodes for c in facts.broadcasts):
+        return          # another broadcast (or the callback bound to a name): not for sure
+    yield _warn(ctx, "HVD205", guarded[0].node,
+                "the broadcast callback is given to rank 0 only: the other ranks never join the broadcast "
+                "(rank 0 waits for them) and start from their own weights; give it to every rank")
 
 
 def _hvd206(ctx: RuleContext) -> Iterator[Finding]:
