@@ -3,17 +3,20 @@
 After a keystroke the server does not parse the buffer again: parso's diff parser
 (`lsp.server.IncrementalParser`) updates the previous tree in place, reusing the subtrees
 the edit did not touch, and the analysis runs on that tree with the buffer's
-`index_memo.IndexMemo` (the index pieces of the top-level statements the tree kept). A reused subtree that keeps a stale position, a parent pointer
-or a cached fact would give a finding at the wrong place, a fix for text that is gone, or
-a missing one — only after some sequence of edits. So this replays random edit sequences
+`index_memo.IndexMemo` (the index pieces of the top-level statements the tree kept). A
+reused subtree that keeps a stale position, a parent pointer or a cached fact would give
+a finding at the wrong place, a fix for text that is gone, or a missing one — only after
+some sequence of edits. So this replays random edit sequences
 (typing, deleting, pasting lines, breaking and repairing the syntax) on real training
-programs through one `IncrementalParser`, and after every edit compares the findings,
-their fixes and the whole-file conversion with `analyze` of the same text from scratch.
+programs through the server's own analysis step (one buffer, one `IncrementalParser`),
+and after every edit compares the findings, their fixes, the whole-file conversion and
+the LSP diagnostics with those of `analyze` of the same text from scratch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from horovodize.engine import analyze
-from horovodize.lsp.server import IncrementalParser
+from horovodize.lsp import convert
+from horovodize.lsp.options import Options
+from horovodize.lsp.server import Document, HorovodizeServer, IncrementalParser
+from horovodize.lsp.text import UTF16, Text
 
 ROOT = Path(__file__).parent
 BENCH = ROOT.parent / "bench"
@@ -105,22 +111,53 @@ def _line_edit(draw, text: str) -> tuple[int, int, str]:
     return start, start + min(4, len(line) - len(line.lstrip(" "))), ""
 
 
+class Buffer:
+    """One editor buffer in the language server, analysed as the server does after each
+    change (`HorovodizeServer._compute`: incremental parse, memo, diagnostics with fixes)."""
+
+    server = HorovodizeServer()
+    count = itertools.count()
+
+    def __init__(self):
+        self.uri = f"file:///tmp/horovodize-incremental/{next(self.count)}.py"
+        self.version = 0
+
+    def analyse(self, text: str):
+        self.version += 1
+        doc = Document(self.uri, self.version, Text(text))
+        self.server.documents[self.uri] = doc
+        entry = self.server._compute(self.uri, self.version, doc.text, Options(), UTF16)
+        fresh = analyze(text)
+        assert signature(entry.analysis) == signature(fresh)
+        assert entry.diagnostics == convert.diagnostics(fresh, Text(text), UTF16, self.uri, self.version, Options())
+        return entry
+
+    @property
+    def parser(self) -> IncrementalParser:
+        return self.server._parsers[self.uri]
+
+    def close(self):
+        self.server.documents.pop(self.uri, None)
+        self.server._parsers.pop(self.uri, None)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_incremental_edits_match_a_fresh_analysis(data):
     text = data.draw(st.sampled_from(CORPUS), label="program")
-    parser = IncrementalParser()
-    first = analyze(text, module=parser.parse(text), memo=parser.memo)
-    assert signature(first) == signature(analyze(text))
-    for _ in range(data.draw(st.integers(1, 6), label="edits")):
-        if data.draw(st.booleans(), label="line edit"):
-            start, end, new = _line_edit(data.draw, text)
-        else:
-            start, end, new = data.draw(edit(len(text)))
-        text = text[:start] + new + text[end:]
-        module = parser.parse(text)
-        assert module.get_code() == text
-        assert signature(analyze(text, module=module, memo=parser.memo)) == signature(analyze(text))
+    buffer = Buffer()
+    try:
+        buffer.analyse(text)
+        for _ in range(data.draw(st.integers(1, 6), label="edits")):
+            if data.draw(st.booleans(), label="line edit"):
+                start, end, new = _line_edit(data.draw, text)
+            else:
+                start, end, new = data.draw(edit(len(text)))
+            text = text[:start] + new + text[end:]
+            buffer.analyse(text)
+            assert buffer.parser.module.get_code() == text
+    finally:
+        buffer.close()
 
 
 @pytest.mark.parametrize("index", [0, len(CORPUS) - 1])
@@ -129,12 +166,11 @@ def test_typing_a_line_character_by_character(index):
     text = CORPUS[index]
     at = text.find("\n\n") + 1 if "\n\n" in text else len(text)
     line = "import horovod.tensorflow as hvd\nhvd.init()\n"
-    parser = IncrementalParser()
-    analyze(text, module=parser.parse(text), memo=parser.memo)
+    buffer = Buffer()
+    buffer.analyse(text)
     reused = False
     for i in range(1, len(line) + 1):
-        current = text[:at] + line[:i] + text[at:]
-        module = parser.parse(current)
-        assert signature(analyze(current, module=module, memo=parser.memo)) == signature(analyze(current))
-        reused |= parser.memo.walked < len(module.children) - 2
+        buffer.analyse(text[:at] + line[:i] + text[at:])
+        reused |= buffer.parser.memo.walked < len(buffer.parser.module.children) - 2
+    buffer.close()
     assert reused, "the memo never reused a statement: the incremental path is not exercised"
