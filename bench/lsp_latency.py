@@ -11,6 +11,10 @@ timings of a bare parso parse, parso's diff parser on a one-character edit, and
 ``engine.analyze`` on an already parsed tree (``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
+                                          [--baseline GIT-REV]
+
+``--baseline REV`` also runs the server of an earlier commit (``git archive REV server``)
+in the same run, so a before/after comparison sees the same machine load.
 
 The goal (issue 16): keystroke p95 <= 3x ruff and open <= 10x ruff at 10k lines, edits
 under 300 ms at 50k lines.
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,9 +66,10 @@ def edit_sites(text: str, count: int) -> list[tuple[int, int]]:
 
 # -- an LSP session ---------------------------------------------------------------------
 class Session:
-    def __init__(self, command: list[str], root: Path):
+    def __init__(self, command: list[str], root: Path, env: dict | None = None):
         self.last: types.PublishDiagnosticsParams | None = None
         self.command = command
+        self.env = env
         self.root = root
         self.client = LanguageClient("horovodize-bench", "1")
         self.published: asyncio.Queue = asyncio.Queue()
@@ -80,7 +87,7 @@ class Session:
             return [None for _ in params.items]
 
     async def start(self):
-        await self.client.start_io(*self.command)
+        await self.client.start_io(*self.command, **({"env": self.env} if self.env else {}))
         caps = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 synchronization=types.TextDocumentSyncClientCapabilities(),
@@ -152,8 +159,8 @@ class Session:
         return opened, latencies, "\n".join(lines)
 
 
-async def run_server(name: str, command: list[str], path: Path, edits: int, timeout: float):
-    session = Session(command, path.parent)
+async def run_server(name: str, command: list[str], path: Path, edits: int, timeout: float, env=None):
+    session = Session(command, path.parent, env)
     await session.start()
     try:
         opened, latencies, final = await session.measure(path, edits, timeout)
@@ -215,12 +222,21 @@ async def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one publish")
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--no-reference", action="store_true", help="skip the in-process timings")
+    parser.add_argument("--baseline", metavar="GIT-REV", help="also run the server of this commit")
     args = parser.parse_args()
 
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
-    servers = [("horovodize", [sys.executable, "-m", "horovodize", "serve"])]
+    servers = [("horovodize", [sys.executable, "-m", "horovodize", "serve"], None)]
+    baseline_dir = tempfile.TemporaryDirectory(prefix="horovodize-baseline-")
+    if args.baseline:
+        root = Path(__file__).resolve().parent.parent
+        archive = subprocess.run(["git", "-C", str(root), "archive", args.baseline, "server"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", baseline_dir.name], input=archive, check=True)
+        env = dict(os.environ, PYTHONPATH=str(Path(baseline_dir.name) / "server"))
+        servers.append((f"@{args.baseline}"[:11], [sys.executable, "-m", "horovodize", "serve"], env))
     if ruff and not args.no_ruff:
-        servers.append(("ruff", [ruff, "server"]))
+        servers.append(("ruff", [ruff, "server"], None))
     elif not args.no_ruff:
         print("ruff not found: skipped (pip install 'horovodize[bench]')", file=sys.stderr)
 
@@ -233,9 +249,9 @@ async def main() -> int:
             ref = None if args.no_reference else reference(text)
             edits = edits_for(size, args.edits)
             results = {}
-            for name, command in servers:
+            for name, command, env in servers:
                 print(f"{name}: {size} lines, {edits} edits ...", file=sys.stderr, flush=True)
-                results[name] = await run_server(name, command, path, edits, args.timeout)
+                results[name] = await run_server(name, command, path, edits, args.timeout, env)
             base = results.get("ruff")
             for name, (opened, lat, (rss, hwm)) in results.items():
                 rows.append((text.count("\n"), name, edits, opened, lat, rss, hwm, ref,
@@ -246,7 +262,7 @@ async def main() -> int:
           f" | {'parso parse':>11} {'diff parse':>10} {'analyze':>8}")
     for lines, name, edits, opened, lat, rss, hwm, ref, base in rows:
         p95 = percentile(lat, 95)
-        refs = (f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}" if ref and name != "ruff"
+        refs = (f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}" if ref and name == "horovodize"
                 else "")
         print(f"{lines:>6} {name:<11} {edits:>5} {ms(opened)} {ms(percentile(lat, 50))} {ms(p95)} {ms(max(lat))}"
               f"  {ratio(opened, base and base[0])}  {ratio(p95, base and percentile(base[1], 95))}"
