@@ -5,6 +5,7 @@ Partly distributed programs get only what is missing, in the program's own alias
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -326,3 +327,25 @@ def test_set_up_goes_above_a_print_guard_at_the_same_offset():
     guard = next(i for i, line in enumerate(lines) if line.startswith('if hvd.rank() == 0: print("TensorFlow"'))
     assert flag < guard                      # the flag is defined on every rank
     assert convert_text(out) == out          # idempotent
+
+
+RUN_PROGRAMS = Path(__file__).resolve().parents[1] / "horovod" / "programs"
+
+
+def test_run_tier_correct_program_is_left_byte_identical():
+    """The already-correct program the Horovod tier trains on 2 ranks (hvd_correct_keras.py)."""
+    text = (RUN_PROGRAMS / "hvd_correct_keras.py").read_bytes().decode("utf-8")
+    assert convert_text(text) == text
+    assert [f.code for f in analyze(text).findings if f.code.startswith("HVD2")] == []
+
+
+@pytest.mark.parametrize("name", ["hvd_partial_keras.py", "hvd_partial_tape.py"])
+def test_run_tier_partial_programs_get_only_the_broadcast(name):
+    text = (RUN_PROGRAMS / name).read_bytes().decode("utf-8")
+    out = convert_text(text)
+    alias = "hk" if "keras" in name else "htf"
+    assert out != text and out.count("import horovod") == 1
+    assert out.count(f"{alias}.init()") == 1 and "hvd." not in out
+    assert f"{alias}.callbacks.BroadcastGlobalVariablesCallback(0)" in out or f"{alias}.broadcast_variables(" in out
+    assert convert_text(out) == out
+    assert [f.code for f in analyze(out).findings if f.code.startswith("HVD2") and f.code != "HVD207"] == []

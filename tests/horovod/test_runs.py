@@ -62,6 +62,13 @@ SPECS = [
     Spec("keras_model_to_estimator.py", {"lr": 0.01}, [r"model_to_estimator trained"], ["m2e"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
     Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
+    # distributed by hand, half way (issue 10): convert adds only the missing broadcast; the
+    # unscaled rate and the prints on every rank are the user's (hints, not applied)
+    Spec("hvd_partial_keras.py", {}, per_rank={"lr": {0: 0.001, 1: 0.001}}),
+    Spec("hvd_partial_tape.py", {}, per_rank={"lr": {0: 0.01, 1: 0.01}}),
+    # already correct (Horovod's keras example): convert leaves it byte-identical
+    # (tests/analysis/test_already_distributed.py) and it trains as it is
+    Spec("hvd_correct_keras.py", {"lr": 0.001}, [r"correct-keras trained"], ["correct-ckpt"]),
 ]
 
 

@@ -355,10 +355,49 @@ def _hvd207(ctx: RuleContext) -> Iterator[Finding]:
     fits = [c for c in _fit_calls(ctx) if c.positional(0) is not None or c.keyword("x") is not None]
     if not (data or fits) or _divides(ctx):
         return
+    sources = [b.value for b in data] + [(c.positional(0) or c.keyword("x")).value for c in fits]
+    if all(_synthetic(ctx, v) for v in sources):
+        return          # random tensors (a synthetic benchmark): each rank's own batches are the point
     node = fits[0].node if fits else data[0].value
     yield _warn(ctx, "HVD207", node,
                 "every rank trains on the whole dataset for the whole number of steps: N ranks do N times "
                 "the work; shard the data by rank or divide the steps by hvd.size()")
+
+
+SYNTHETIC = ("tensorflow.random.", "numpy.random.", "tensorflow.keras.backend.random_")
+REAL_DATA = ("load", "load_data", "list_files", "TFRecordDataset", "TextLineDataset", "from_generator",
+             "flow_from_directory", "image_dataset_from_directory", "read_csv", "open", "listdir")
+
+
+def _synthetic(ctx: RuleContext, node) -> bool:
+    """Random tensors (``tf.random.uniform``, ``np.random.rand``) flow into `node` and nothing
+    that reads files or a dataset does: Horovod's synthetic benchmarks."""
+    kinds = set()
+    _data_kinds(ctx, node, kinds, 0, set())
+    return kinds == {"synthetic"}
+
+
+def _data_kinds(ctx: RuleContext, node, kinds: set, depth: int, seen: set) -> None:
+    for n in N.walk(node):
+        call = N.as_call(n) if n.type in ("atom_expr", "power") else None
+        if call is not None:
+            q = ctx.env.callee_qualname(call) or ""
+            last = (call.method or call.callee_dotted() or "").rsplit(".", 1)[-1]
+            if last in REAL_DATA or q.startswith("tensorflow_datasets."):
+                kinds.add("real")
+            elif q.startswith(SYNTHETIC):
+                kinds.add("synthetic")
+        elif n.type == "name" and _is_read(n) and depth < 6:
+            key = (n.value, id(N.func_scope_of(n)))
+            if key in seen:
+                continue
+            seen.add(key)
+            assigns = ctx.facts.assignments(n.value, n)
+            if any(stmt is None for stmt, _v, _op in assigns):
+                kinds.add("unknown")        # a parameter: its data comes from the caller
+            for _stmt, v, _op in assigns:
+                if v is not None:
+                    _data_kinds(ctx, v, kinds, depth + 1, seen)
 
 
 def _hvd208(ctx: RuleContext) -> Iterator[Finding]:
