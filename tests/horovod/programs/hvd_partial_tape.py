@@ -1,5 +1,6 @@
-"""A tape loop distributed by hand, half way: the tape is wrapped and Horovod initialised
-(horovod.tensorflow imported under another name), but nothing broadcasts the initial state."""
+"""A tape loop distributed by hand, half way: Horovod initialised (horovod.tensorflow imported
+under another name), but the tape is wrapped after its gradient() was taken (HVD202: nothing
+averaged) and nothing broadcasts the initial state (HVD205)."""
 import os
 
 import hvd_report
@@ -23,8 +24,8 @@ dataset = tf.data.Dataset.from_tensor_slices((x_all, y_all)).batch(16)
 for step, (x, y) in enumerate(dataset):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
-    tape = htf.DistributedGradientTape(tape)
     grads = tape.gradient(loss, model.trainable_variables)
+    tape = htf.DistributedGradientTape(tape)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     if step % 4 == 0:
         print("step", step, "loss", float(loss))
