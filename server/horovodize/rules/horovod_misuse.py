@@ -413,4 +413,52 @@ def _hvd208(ctx: RuleContext) -> Iterator[Finding]:
             return
     yield _warn(ctx, "HVD208", shards[0].node,
                 "the data is sharded by rank but nothing bounds the steps: shards that differ by one batch "
-                "make one rank wait in allreduce forever; bound every rank by the same take(n) or steps_per_epoch")
+                "make one rank wait in allreduce forever; bound every rank by the same take(n) or steps_per_epoch",
+                _equal_take_fix(ctx, shards[0]))
+
+
+KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range")
+SIZE_LOSING = frozenset({"filter", "from_generator", "interleave", "flat_map", "TFRecordDataset", "list_files",
+                         "TextLineDataset", "unbatch", "rejection_resample", "take_while", "load"})
+
+
+def _equal_take_fix(ctx: RuleContext, shard: N.Call) -> Fix | None:
+    """``X.shard(n, i)`` -> ``X.apply(lambda ds: ds.shard(n, i).take(ds.cardinality() // hvd.size()))``:
+    every rank takes the same number of elements (the smallest shard's), as HVD041 does. Only
+    when tf.data knows the size before the shard (a ``from_tensor_slices``/``range`` source, no
+    ``filter`` or generator on the way); otherwise ``cardinality()`` is unknown and no bound is safe."""
+    kinds: set = set()
+    _pipeline_sources(ctx, shard.receiver_parts, kinds, 0, set())
+    if kinds != {"known"} or shard.has_star():
+        return None
+    trailer_dot = shard.node.children[shard.index - 1]
+    start = ctx.source.offset(trailer_dot.start_pos)
+    end = ctx.source.offset(shard.trailer.end_pos)
+    args = ctx.source.text[ctx.source.offset(shard.trailer.start_pos):end]
+    hvd = ctx.hvd
+    text = f".apply(lambda ds: ds.shard{args}.take(ds.cardinality() // {hvd}.size()))"
+    return Fix("Bound every rank by the same take(n)", [Edit(start, end, text)], needs_setup=False)
+
+
+def _pipeline_sources(ctx: RuleContext, parts, kinds: set, depth: int, seen: set) -> None:
+    for part in parts:
+        for n in N.walk(part):
+            call = N.as_call(n) if n.type in ("atom_expr", "power") else None
+            if call is not None:
+                q = ctx.env.callee_qualname(call) or ""
+                last = (call.method or call.callee_dotted() or "").rsplit(".", 1)[-1]
+                if q.endswith(KNOWN_SIZE):
+                    kinds.add("known")
+                elif last in SIZE_LOSING:
+                    kinds.add("unknown")
+            elif n.type == "name" and _is_read(n) and depth < 6 and n is part.get_first_leaf():
+                key = (n.value, id(N.func_scope_of(n)))
+                if key in seen:
+                    continue
+                seen.add(key)
+                assigns = ctx.facts.assignments(n.value, n)
+                if any(stmt is None for stmt, _v, _op in assigns):
+                    kinds.add("unknown")        # a parameter: built by the caller
+                for stmt, v, _op in assigns:
+                    if v is not None and stmt is not None and stmt.start_pos < part.start_pos:
+                        _pipeline_sources(ctx, [v], kinds, depth + 1, seen)
