@@ -517,6 +517,17 @@ class HvdFacts:
         if call is not None and call.callee_dotted() in ("list", "tuple") and call.args:
             self._collect_callbacks(call.args[0].value, at, out, guarded, depth + 1)
             return
+        target = self.env.call_target(call) if call is not None else None
+        if target is not None and target.type == "funcdef":
+            # `callbacks=get_callbacks(args)`: the lists the helper returns (users' code)
+            returns = [r for r in N.walk(target) if r.type == "return_stmt"
+                       and N.enclosing(r, {"funcdef", "lambdef"}) is target]
+            if not returns or any(len(r.children) < 2 for r in returns):
+                out.complete = False
+                return
+            for r in returns:
+                self._collect_callbacks(r.children[1], r, out, guarded or self.under_rank_guard(r), depth + 1)
+            return
         name = N.dotted(value)
         if name is None:
             out.complete = False

@@ -236,6 +236,40 @@ PROGRAMS = {
             time = timeit.timeit(lambda: benchmark_step(first_batch=False), number=10)
             log("Iter #%d: %.1f img/sec per %d ranks" % (x, 32 * 10 / time, hvd.size()))
         """,
+    "callbacks_from_helper": """
+        import argparse
+
+        import tensorflow as tf
+        import horovod.tensorflow.keras as hvd
+
+
+        def get_callbacks(args):
+            callbacks = [hvd.callbacks.BroadcastGlobalVariablesCallback(0), hvd.callbacks.MetricAverageCallback(),
+                         tf.keras.callbacks.EarlyStopping(monitor="val_loss", patience=args.patience)]
+            if hvd.rank() == 0:
+                callbacks.append(tf.keras.callbacks.TensorBoard(log_dir=args.log_dir))
+            return callbacks
+
+
+        def main(args):
+            hvd.init()
+            (x, y), (xv, yv) = tf.keras.datasets.mnist.load_data()
+            x, y = x[hvd.rank()::hvd.size()] / 255.0, y[hvd.rank()::hvd.size()]
+            model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+            opt = hvd.DistributedOptimizer(tf.keras.optimizers.Adam(args.lr * hvd.size()))
+            model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+            model.fit(x, y, validation_data=(xv, yv), epochs=args.epochs, callbacks=get_callbacks(args),
+                      verbose=2 if hvd.rank() == 0 else 0)
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--log-dir", default="./logs")
+            parser.add_argument("--patience", type=int, default=3)
+            parser.add_argument("--lr", type=float, default=1e-3)
+            parser.add_argument("--epochs", type=int, default=20)
+            main(parser.parse_args())
+        """,
     "from_import_members": """
         import tensorflow as tf
         from horovod.tensorflow import DistributedGradientTape, broadcast_variables
