@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from .. import nodes as N
-from ..hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS
+from ..hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS, is_main_guard
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, SEVERITY_RESTRICTION
 
@@ -54,6 +54,8 @@ def _hvd200(ctx: RuleContext) -> Iterator[Finding]:
     if not facts.init_calls:
         if not needing and not facts.averages_gradients:
             return
+        if _library_module(ctx, needing + facts.calls(*sorted(facts.api_calls))):
+            return      # classes/functions run by an entry point elsewhere, which calls init
         first = (needing or facts.calls("DistributedOptimizer", "DistributedGradientTape"))[0]
         fix = None
         top = [i for i in facts.imports if N.func_scope_of(i).type == "file_input"]
@@ -67,6 +69,28 @@ def _hvd200(ctx: RuleContext) -> Iterator[Finding]:
         if facts.before_init(call.node):
             yield _warn(ctx, "HVD200", call.node,
                         f"`{call.callee_dotted()}()` can run before `hvd.init()` (it raises: Horovod is not initialised)")
+
+
+def _library_module(ctx: RuleContext, calls) -> bool:
+    """Every Horovod call is inside a function or class, and nothing at module level runs one
+    of them (no ``__main__`` guard, no module-level call of a local function or class): a
+    module of a package (a Learner class, a trainer mixin) whose entry point is elsewhere."""
+    if any(N.enclosing(c.node, {"funcdef", "lambdef", "classdef"}) is None for c in calls):
+        return False
+    for n in ctx.source.module.children:
+        if n.type == "if_stmt" and is_main_guard(n):
+            return False
+    for call, _owner in ctx.env.index.calls:
+        if N.enclosing(call.node, {"funcdef", "lambdef", "classdef"}) is None and ctx.env.call_target(call) is not None:
+            return False
+    for n in ctx.source.module.children:
+        if n.type == "classdef" or n.type == "funcdef":
+            continue
+        for leaf in N.walk(n):
+            if leaf.type == "name" and any(leaf.value == getattr(d.name, "value", None)
+                                           for d in ctx.source.module.children if d.type in ("classdef", "funcdef")):
+                return False    # a local class or function used at module level
+    return True
 
 
 # -- HVD201 ----------------------------------------------------------------------------
