@@ -104,7 +104,11 @@ async def test_a_keystroke_stops_the_analysis_of_the_version_it_replaces(client)
     published = []
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
-    await asyncio.sleep(1.0)       # version 1 is being parsed or analysed
+    async def started():           # version 1 is being parsed (seconds) or analysed
+        while f"analysing {uri} version 1" not in (LOG.read_text() if LOG.exists() else ""):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(started(), 120)
     row = next(i for i, line in enumerate(text.split("\n")) if line.startswith("    return "))
     keystroke(client, uri, 2, row, len("    return "))
 
