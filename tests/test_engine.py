@@ -30,12 +30,17 @@ def program_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def hints(analysis) -> frozenset:
+    """Codes that stay quick fixes out of the whole-file fix in a program distributed by hand."""
+    return analysis.facts.hint_codes() if analysis.facts is not None else frozenset()
+
+
 def all_rule_edits(text: str) -> list[Edit]:
-    """Every rule site's primary fix and the set-up, before any de-duplication."""
+    """Every rule site's primary fix and the set-up, before any de-duplication (hints aside)."""
     analysis = analyze(text)
     edits = list(analysis.setup.fix.edits) if analysis.setup else []
     for f in analysis.rule_sites:
-        if f is not analysis.setup:
+        if f is not analysis.setup and f.code not in hints(analysis):
             edits += f.fix.edits
     return edits
 
@@ -94,7 +99,8 @@ def test_output_parses_and_compiles(program):
 def test_convert_twice_is_convert_once(program):
     once = convert_text(program)
     assert convert_text(once) == once
-    assert analyze(once).rule_sites == []
+    again = analyze(once)
+    assert [f for f in again.rule_sites if f.code not in hints(again)] == []
 
 
 def test_comments_survive(program):
@@ -107,9 +113,9 @@ def test_one_horovod_import_and_one_init(program):
     out = convert_text(program)
     if out == program and "import horovod" not in program:
         return  # nothing to convert
-    imports = re.findall(r"^\s*import horovod\.tensorflow(?:\.keras)? as \w+\s*$", out, re.M)
+    imports = re.findall(r"^\s*import horovod\.tensorflow(?:\.keras)? as (\w+)\s*$", out, re.M)
     assert len(imports) == 1, imports
-    assert len(re.findall(r"\bhvd\.init\(\)", out)) == 1
+    assert len(re.findall(rf"\b{imports[0]}\.init\(\)", out)) == 1      # in the program's own alias
 
 
 def test_keras_flavour_for_fit_programs_only(program):

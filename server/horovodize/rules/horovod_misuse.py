@@ -165,6 +165,8 @@ def _move_wrap_fix(ctx: RuleContext, wrap: N.Call, name: str, first_gradient: N.
     if text[start:src.offset(stmt.start_pos)].strip() or src.offset(simple.start_pos) != src.offset(stmt.start_pos):
         return None
     line = text[src.offset(stmt.start_pos):src.offset(simple.get_last_leaf().start_pos)].rstrip()  # its comment too
+    if "\n" in line or "\r" in line:
+        return None                         # a wrap over several lines: not moved mechanically
     return Fix(f"Wrap `{name}` before its gradient() is taken",
                [ctx.insert_before_stmt(target, line), Edit(start, end, "")], needs_setup=False)
 
@@ -267,29 +269,44 @@ def _unguard_fix(ctx: RuleContext, stmt, moving: set) -> Fix | None:
     indent = src.indent_of(guard)
     if src.offset(guard.start_pos) != g_start + len(indent):
         return None                         # the if shares its line with other code
-    code = text[src.offset(stmt.start_pos):src.offset(simple.get_last_leaf().start_pos)].rstrip()
-    if block is simple or (len(guard.children) == 4 and len([c for c in block.children if c.type != "newline"]) == 1):
-        # the guard holds nothing else: the statement replaces the whole if
-        start, end = g_start, ctx.stmt_end(guard)
-        first, *rest = code.split("\n")
-        deeper = src.indent_of(stmt)
-        if any(line.strip() and not line.startswith(deeper) for line in rest):
-            return None
-        moved = "\n".join([first] + [indent + line[len(deeper):] if line.strip() else line for line in rest])
-        return Fix("Give the callback to every rank", [Edit(start, end, ctx.lines(moved, indent))], needs_setup=False)
-    if block is simple or len(others) < 2:
-        return None                         # an if/else whose branch would be left empty
-    s_start = src.line_start(src.offset(simple.start_pos))
-    if text[s_start:src.offset(stmt.start_pos)].strip():
-        return None
+    title = "Give the callback to every rank"
+    s_start = src.line_start(src.offset(stmt.start_pos))
     s_end = src.line_end(src.offset(simple.get_last_leaf().start_pos))
+    if block is simple:
+        if len(guard.children) != 4:
+            return None
+        # `if hvd.rank() == 0: callbacks.append(...)`: drop the `if ...: ` before the statement
+        return Fix(title, [Edit(g_start + len(indent), src.offset(stmt.start_pos), "")], needs_setup=False)
     deeper = src.indent_of(stmt)
-    first, *rest = code.split("\n")
-    if any(line.strip() and not line.startswith(deeper) for line in rest):
+    lines = _lines(text, s_start, s_end)
+    if text[s_start:src.offset(stmt.start_pos)].strip() or not deeper.startswith(indent) or \
+            any(text[a:b].strip() and not text.startswith(deeper, a) for a, b in lines):
         return None
-    moved = "\n".join([first] + [indent + line[len(deeper):] if line.strip() else line for line in rest])
-    return Fix("Give the callback to every rank",
-               [Edit(g_start, g_start, ctx.lines(moved, indent)), Edit(s_start, s_end, "")], needs_setup=False)
+    if len(guard.children) == 4 and len(others) == 1:
+        # the guard holds nothing else: its header line goes and the statement moves out a level
+        edits = [Edit(a, b, "") for a, b in _lines(text, g_start, s_start)]
+        cut = len(deeper) - len(indent)
+        edits += [Edit(a + len(indent), a + len(indent) + cut, "") for a, b in lines if text[a:b].strip()]
+        return Fix(title, edits, needs_setup=False)
+    if len(others) < 2:
+        return None                         # an if/else whose branch would be left empty
+    moved = "".join(indent + text[a + len(deeper):b] if text[a:b].strip() else text[a:b] for a, b in lines)
+    if not moved.endswith(("\n", "\r")):
+        moved += src.newline
+    return Fix(title, [Edit(g_start, g_start, moved)] + [Edit(a, b, "") for a, b in lines], needs_setup=False)
+
+
+def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each line between two line starts, line breaks included: whole-line
+    edits one line at a time (minimal, and CRLF kept)."""
+    out = []
+    pos = start
+    while pos < end:
+        nl = min([i for i in (text.find("\r\n", pos), text.find("\n", pos), text.find("\r", pos)) if i >= 0] or [len(text)])
+        stop = nl + (2 if text.startswith("\r\n", nl) else 1) if nl < len(text) else nl
+        out.append((pos, min(stop, end)))
+        pos = stop
+    return out
 
 
 # -- HVD205 / HVD206 ---------------------------------------------------------------------
