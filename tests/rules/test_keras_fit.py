@@ -10,6 +10,8 @@ from horovodize.engine import convert_text
 from rulecase import assert_no_rule, assert_rule, rule_output, src
 
 BCAST = "hvd.callbacks.BroadcastGlobalVariablesCallback(0)"
+# ahead of the user's own callbacks: they see metrics averaged over the ranks
+FIRST = BCAST + ", hvd.callbacks.MetricAverageCallback()"
 HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('adam', 'mse')\n"
 
 
@@ -17,14 +19,14 @@ HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('a
     ("model.fit(x, y)", f"model.fit(x, y, callbacks=[{BCAST}])"),
     ("model.fit(x, y, callbacks=None)", f"model.fit(x, y, callbacks=[{BCAST}])"),
     # callbacks this file does not build: every rank keeps them (EarlyStopping on rank 0 only hangs)
-    ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{BCAST}] + list(cbs or []))"),
-    ("model.fit(x, y, callbacks=[tb])", f"model.fit(x, y, callbacks=[{BCAST}, tb])"),
+    ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{FIRST}] + list(cbs or []))"),
+    ("model.fit(x, y, callbacks=[tb])", f"model.fit(x, y, callbacks=[{FIRST}, tb])"),
     ("model.fit(x, y, callbacks=a if b else c)",
-     f"model.fit(x, y, callbacks=[{BCAST}] + list((a if b else c) or []))"),
-    ("model.fit(x, y, 32, 10, 1, cbs)", f"model.fit(x, y, 32, 10, 1, [{BCAST}] + list(cbs or []))"),
+     f"model.fit(x, y, callbacks=[{FIRST}] + list((a if b else c) or []))"),
+    ("model.fit(x, y, 32, 10, 1, cbs)", f"model.fit(x, y, 32, 10, 1, [{FIRST}] + list(cbs or []))"),
     # steering callbacks on every rank, writing callbacks on rank 0 (Horovod's guide)
     ("model.fit(x, y, callbacks=[tf.keras.callbacks.EarlyStopping(), tf.keras.callbacks.ModelCheckpoint('m.h5')])",
-     f"model.fit(x, y, callbacks=[{BCAST}, tf.keras.callbacks.EarlyStopping(), "
+     f"model.fit(x, y, callbacks=[{FIRST}, tf.keras.callbacks.EarlyStopping(), "
      "*([tf.keras.callbacks.ModelCheckpoint('m.h5')] if hvd.rank() == 0 else [])])"),
     ("model.fit(x, y,)", f"model.fit(x, y, callbacks=[{BCAST}],)"),
 ])
@@ -53,7 +55,7 @@ def test_verbose(before, after):
     ("model.fit(x, y, 16, 4, 2)",
      f"model.fit(x, y, 16, max(1, 4 // hvd.size()), 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
     ("model.fit(x, callbacks=cbs)",
-     f"model.fit(x, callbacks=[{BCAST}] + list(cbs or []), verbose=1 if hvd.rank() == 0 else 0)"),
+     f"model.fit(x, callbacks=[{FIRST}] + list(cbs or []), verbose=1 if hvd.rank() == 0 else 0)"),
     ("model.fit(x)",
      f"model.fit(x, callbacks=[{BCAST}], verbose=1 if hvd.rank() == 0 else 0)"),
 ])
@@ -99,6 +101,7 @@ def test_multiline_fit_keeps_its_layout_and_comments():
             x,
             callbacks=[
                 {BCAST},
+                hvd.callbacks.MetricAverageCallback(),
                 *([tf.keras.callbacks.TensorBoard()] if hvd.rank() == 0 else []),  # logs
             ],
         )

@@ -1,5 +1,6 @@
 """Keras ``fit`` rules: broadcast the initial state with
-``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, steering callbacks on every
+``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, then
+``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks, steering callbacks on every
 rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051).
 
 Requires: env (model bindings, or a name the file calls ``compile`` on), loop (flavour).
@@ -85,10 +86,15 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             not cbs.complete and mentions_hvd(arg.value, ctx))
         base = _base_literal(ctx, arg.value, cbs)
         if not has_broadcast:
+            # The user's callbacks see metrics averaged over the ranks, so a steering callback
+            # (EarlyStopping on `loss`, ReduceLROnPlateau) decides the same on every rank.
+            first = [broadcast]
+            if (cbs.entries or not cbs.complete) and not any(e.kind == "metric_average" for e in cbs.entries):
+                first.append(f"{hvd}.callbacks.MetricAverageCallback()")
             if base is not None:
-                edits += _prepend(ctx, base, broadcast)
+                edits += _prepend(ctx, base, first)
             else:  # composition unknown here: broadcast first, the user's callbacks on every rank
-                edits += _paren(ctx, arg.value, f"[{broadcast}] + list(", " or [])")
+                edits += _paren(ctx, arg.value, f"[{', '.join(first)}] + list(", " or [])")
         if cbs.complete or base is not None:
             for entry in cbs.entries:
                 if entry.kind == "writing" and not entry.guarded and not entry.rank_specific:
@@ -115,8 +121,9 @@ def _base_literal(ctx: RuleContext, value, cbs):
     return first
 
 
-def _prepend(ctx: RuleContext, literal, text: str) -> list[Edit]:
+def _prepend(ctx: RuleContext, literal, items: list[str]) -> list[Edit]:
     src = ctx.source
+    text = ", ".join(items)
     open_end = src.offset(literal.children[0].end_pos)
     elements = [] if len(literal.children) < 3 else [literal.children[1]]
     if not elements:
@@ -127,7 +134,8 @@ def _prepend(ctx: RuleContext, literal, text: str) -> list[Edit]:
     if src.line_start(first_start) != src.line_start(open_end) and not src.text[open_end:src.line_end(open_end)].strip():
         # one element per line: a line of its own right after the bracket (above any comment)
         line = src.line_end(open_end)
-        return [Edit(line, line, f"{src.indent_of(first)}{text},{ctx.nl}")]
+        indent = src.indent_of(first)
+        return [Edit(line, line, "".join(f"{indent}{item},{ctx.nl}" for item in items))]
     return [Edit(open_end, open_end, f"{text}, ")]
 
 
