@@ -356,11 +356,43 @@ def _hvd206(ctx: RuleContext) -> Iterator[Finding]:
     if not facts.init_calls or facts.averages_gradients:
         return
     trains = _trains(ctx)
-    if not trains:
+    if not trains or _optimizer_from_elsewhere(ctx):
         return
     yield _warn(ctx, "HVD206", facts.init_calls[0].node,
                 "Horovod is initialised but no gradient is averaged (no DistributedOptimizer, "
                 "DistributedGradientTape or allreduce): every rank trains its own model")
+
+
+def _optimizer_from_elsewhere(ctx: RuleContext) -> bool:
+    """The optimizer the program trains with is built outside this file (``opt =
+    make_optimizer(...)`` imported from the project, a parameter): it may well be a
+    ``DistributedOptimizer`` there, so HVD206 cannot tell for sure."""
+    values = []
+    for call, _owner in ctx.env.index.calls:
+        if call.method == "compile":
+            arg = call.keyword("optimizer") or call.positional(0)
+            if arg is not None:
+                values.append(arg.value)
+        elif call.method in ("apply_gradients", "minimize") and call.receiver_parts:
+            values.append(call.receiver_parts[-1] if len(call.receiver_parts) == 1 else call.node)
+    return any(_opaque(ctx, v, 0) for v in values)
+
+
+def _opaque(ctx: RuleContext, node, depth: int) -> bool:
+    if depth > 5:
+        return True
+    if node.type == "name":
+        assigns = ctx.facts.assignments(node.value, node)
+        if not assigns:
+            return node.value not in ctx.env.aliases      # a global of unknown origin
+        return any(stmt is None or v is None or _opaque(ctx, v, depth + 1) for stmt, v, _op in assigns)
+    call = N.as_call(node)
+    if call is None or call.method in ("apply_gradients", "minimize"):
+        return False
+    if ctx.env.call_target(call) is not None:
+        return False                                  # built in this file: its averaging would be seen
+    q = ctx.env.callee_qualname(call) or ""
+    return not q.startswith(("tensorflow", "keras", "horovod")) and call.callee_dotted() is not None
 
 
 # -- HVD207 / HVD208 ---------------------------------------------------------------------
