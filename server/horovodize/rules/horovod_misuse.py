@@ -326,6 +326,10 @@ def _hvd205(ctx: RuleContext) -> Iterator[Finding]:
     if facts.broadcasts or ctx.calls("BroadcastGlobalVariablesHook"):
         yield from _broadcast_on_rank0_only(ctx)
         return
+    for call in _fit_calls(ctx):
+        arg = call.keyword("callbacks") or call.positional(5)
+        if arg is not None and not facts.callback_list(arg.value, call.node).complete:
+            return      # callbacks built elsewhere (an imported helper): the broadcast may be there
     yield _warn(ctx, "HVD205", averaging[0].node,
                 "gradients are averaged but the initial state is never broadcast from rank 0: ranks start "
                 "from different weights and stay apart")
