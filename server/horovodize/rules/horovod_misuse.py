@@ -435,6 +435,8 @@ def _hvd207(ctx: RuleContext) -> Iterator[Finding]:
     sources = [b.value for b in data] + [(c.positional(0) or c.keyword("x")).value for c in fits]
     if all(_synthetic(ctx, v) for v in sources):
         return          # random tensors (a synthetic benchmark): each rank's own batches are the point
+    if any(_from_elsewhere(ctx, v) for v in sources):
+        return          # built by an imported project loader, which may divide it
     node = fits[0].node if fits else data[0].value
     yield _warn(ctx, "HVD207", node,
                 "every rank trains on the whole dataset for the whole number of steps: N ranks do N times "
@@ -454,6 +456,34 @@ def _synthetic(ctx: RuleContext, node) -> bool:
     return kinds == {"synthetic"}
 
 
+LIBRARIES = ("tensorflow", "keras", "numpy", "horovod", "tensorflow_datasets", "os", "sys", "math", "pandas", "PIL")
+
+
+def _imported_from_project(ctx: RuleContext, call: N.Call) -> bool:
+    """`call` reaches a function imported from a module that is not a known library
+    (``from myproject.data import make_dataset``)."""
+    root = call.node.children[0]
+    if root.type != "name":
+        return False
+    imported = ctx.__dict__.get("_hvd_imported")
+    if imported is None:
+        from ..env import import_bindings
+        imported = {}
+        for node in ctx.env.imports:
+            if node.type == "import_from":
+                for local, full in import_bindings(node):
+                    imported[local] = full
+        ctx.__dict__["_hvd_imported"] = imported
+    full = imported.get(root.value)
+    return full is not None and not full.split(".")[0] in LIBRARIES
+
+
+def _from_elsewhere(ctx: RuleContext, node) -> bool:
+    kinds = set()
+    _data_kinds(ctx, node, kinds, 0, set())
+    return "elsewhere" in kinds
+
+
 def _data_kinds(ctx: RuleContext, node, kinds: set, depth: int, seen: set) -> None:
     for n in N.walk(node):
         call = N.as_call(n) if n.type in ("atom_expr", "power") else None
@@ -464,6 +494,8 @@ def _data_kinds(ctx: RuleContext, node, kinds: set, depth: int, seen: set) -> No
                 kinds.add("real")
             elif q.startswith(SYNTHETIC):
                 kinds.add("synthetic")
+            elif _imported_from_project(ctx, call):
+                kinds.add("elsewhere")      # the project's own loader: it may shard inside
         elif n.type == "name" and _is_read(n) and depth < 6:
             key = (n.value, id(N.func_scope_of(n)))
             if key in seen:
