@@ -194,7 +194,10 @@ def test_keras3_custom_train_step_is_a_fit_loop(check):
     assert "`self.optimizer.apply(grads, vars)` is Keras 3 only" in r.one("HVD090").message
     out = converted(r)
     assert "hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size()))" in out
-    assert "DistributedGradientTape" not in out
+    # the step takes its own gradients: DistributedOptimizer would not average them (only minimize
+    # does), so the tape is wrapped with horovod.tensorflow's DistributedGradientTape
+    assert "import horovod.tensorflow as hvd_tf\n" in out
+    assert "        tape = hvd_tf.DistributedGradientTape(tape)\n" in out
 
 
 def test_wgan_gp_penalty_tape_is_left_alone(check):

@@ -44,6 +44,9 @@ SPECS = [
     Spec("tape_gradient_inside.py", {"lr": 0.003}, [r"eager step 0 loss", r"function step 0 loss"]),
     Spec("tape_split_subclass.py", {"lr": 0.01}, [r"epoch 0 loss"]),
     Spec("gan.py", {"lr": 1e-3, "lr2": 2e-3}, [r"epoch 1 gen"]),
+    # keras-io GAN shape: a custom compile(d_optimizer=Adam(...), g_optimizer=Adam(...)) and a
+    # train_step with two tapes: both inline optimizers are scaled and distributed
+    Spec("keras_custom_compile_gan.py", {"lr": 1e-3, "lr2": 2e-3}),
     # fit on arrays: epochs=2 becomes max(1, 2 // hvd.size()) = 1 epoch of 8 batches per rank
     # (HVD043; Keras prints no 'Epoch 1/1'); the user's callback runs on every rank (it may steer training).
     Spec("keras_fit.py", {"lr": 0.001},

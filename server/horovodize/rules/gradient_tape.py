@@ -37,9 +37,79 @@ def applies(ctx: RuleContext) -> bool:
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     if not applies(ctx):
+        yield from _keras_step_tapes(ctx)
         return
     yield from _tapes(ctx)
     yield from _apply_gradients(ctx)
+
+
+HVD_TF = "horovod.tensorflow"
+
+
+def keras_step_tapes(ctx: RuleContext) -> list:
+    """Training tapes of a Keras ``train_step`` override that take their gradients themselves
+    (``tape.gradient`` then ``opt.apply_gradients``). ``fit`` runs the step, but
+    horovod.tensorflow.keras's ``DistributedOptimizer`` averages only the gradients its own
+    ``minimize`` computes (TF >= 2.4), never those handed to ``apply_gradients``: without a
+    ``DistributedGradientTape`` (from horovod.tensorflow) every rank trains alone (seen in a
+    2-rank run of keras-io's GAN shape)."""
+    cached = getattr(ctx, "_keras_step_tapes", None)
+    if cached is not None:
+        return cached
+    out = []
+    from ..loop import KERAS_STEP_METHODS
+    for tape in ctx.env.tapes:
+        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+        fn = N.enclosing(tape.stmt, {"funcdef"})
+        if with_stmt is None or "." in tape.name or fn is None or fn.name.value not in KERAS_STEP_METHODS:
+            continue
+        cls = N.enclosing(fn, {"classdef"})
+        if cls is None or cls.name.value not in ctx.env.classes or not ctx.env.is_method(fn):
+            continue
+        takes = any(c.receiver_dotted() == tape.name and N.func_scope_of(c.node) is N.func_scope_of(tape.stmt)
+                    for c in ctx.calls("gradient"))
+        if takes and is_training_tape(ctx.env, tape) and not _wrapped(ctx, tape, with_stmt):
+            out.append(tape)
+    ctx._keras_step_tapes = out
+    return out
+
+
+def tf_module_alias(ctx: RuleContext) -> str | None:
+    """The name the program binds horovod.tensorflow to; for a program without Horovod, the
+    name the set-up binds it to (`setup_imports.setup_code`); else None."""
+    for local, full in ctx.facts.locals.items():
+        if full == HVD_TF:
+            return local
+    if ctx.facts.uses_horovod:
+        return None
+    name = "hvd_tf"
+    while name in ctx.env.index.names:
+        name += "_"
+    return name
+
+
+def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
+    alias = tf_module_alias(ctx)
+    if alias is None:
+        return
+    for tape in keras_step_tapes(ctx):
+        if ctx.blocked("HVD020", tape.stmt, tape):
+            continue
+        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+        outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
+        inner = _gradient_inside(tape, with_stmt)
+        if inner is None:
+            edit = ctx.insert_after_stmt(outer, f"{tape.name} = {alias}.DistributedGradientTape({tape.name})")
+        else:
+            target = _single_target(inner)
+            if target is None:
+                continue
+            edit = ctx.insert_after_stmt(
+                inner, f"{target} = [None if g is None else {alias}.allreduce(g) for g in {target}]")
+        yield finding(ctx, "HVD020", tape.stmt,
+                      f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
+                      "(DistributedOptimizer averages only in minimize)",
+                      Fix(RULES["HVD020"][1], [edit]))
 
 
 def _tapes(ctx: RuleContext) -> Iterator[Finding]:

@@ -198,6 +198,12 @@ def _scaled_elsewhere(ctx: RuleContext) -> bool:
 
 def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     arg = call.keyword("optimizer") or call.positional(0)
+    # A custom `compile(d_optimizer=Adam(...), g_optimizer=Adam(...))` (keras-io's GAN guide)
+    # takes optimizers under other names: each one built inline is scaled and distributed too,
+    # else the train_step applies gradients that no rank averages.
+    for other in call.args:
+        if other is not arg and not other.star and _inline_optimizer(ctx, other.value) is not None:
+            yield from _inline(ctx, _inline_optimizer(ctx, other.value))
     if arg is None:
         return
     value = arg.value
@@ -213,9 +219,20 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         yield finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
                       Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
         return
+    inner = _inline_optimizer(ctx, value)
+    if inner is not None:
+        yield from _inline(ctx, inner)
+
+
+def _inline_optimizer(ctx: RuleContext, value) -> N.Call | None:
+    """An optimizer constructed right in a call's argument list."""
     inner = N.as_call(value)
     if inner is None or (ctx.env.role_of_call(inner) or ("",))[0] != "optimizer":
-        return
+        return None
+    return inner
+
+
+def _inline(ctx: RuleContext, inner: N.Call) -> Iterator[Finding]:
     yield from _scale(ctx, inner)
     if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
         yield finding(ctx, "HVD011", inner.node, "optimizer does not average gradients across ranks",

@@ -35,10 +35,12 @@ def setup_code(ctx: RuleContext) -> str:
     tf = tf_name(ctx)
     if env.tf_alias() is None:
         lines.append(f"import tensorflow as {tf}")
-    lines += [
-        f"import {ctx.summary.hvd_module} as hvd",
-        "hvd.init()",
-    ]
+    lines.append(f"import {ctx.summary.hvd_module} as hvd")
+    if ctx.summary.hvd_module.endswith("keras"):
+        from .gradient_tape import keras_step_tapes, tf_module_alias
+        if keras_step_tapes(ctx):    # a train_step's own tape needs horovod.tensorflow's wrapper
+            lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
+    lines.append("hvd.init()")
     if "Session" in ctx.summary.kinds:     # graph mode pins in the session config (HVD070)
         return "\n".join(lines)
     lines += [
