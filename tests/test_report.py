@@ -99,3 +99,57 @@ def test_report_says_why_a_file_source_is_not_sharded(tmp_path):
     assert "apply(lambda ds" not in proc.stdout        # no shard without an equal bound
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "not done" and "no size known" in point5["notes"][0]["note"]
+
+
+NO_LOOP = """import tensorflow as tf
+
+model = tf.keras.applications.MobileNetV2(weights=None)
+img = tf.random.uniform((1, 224, 224, 3))
+with tf.GradientTape() as tape:
+    tape.watch(img)
+    top = tf.reduce_max(model(img))
+saliency = tape.gradient(top, img)
+print("saliency", tf.reduce_max(saliency))
+model.save("m.keras")
+"""
+
+HALF_DONE = """import tensorflow as tf
+import horovod.tensorflow as hvd
+
+hvd.init()
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+opt = tf.keras.optimizers.SGD(0.01 * hvd.size())
+dataset = tf.data.Dataset.from_tensor_slices((tf.ones((64, 4)), tf.ones((64, 1)))).batch(8)
+for step, (x, y) in enumerate(dataset):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    tape = hvd.DistributedGradientTape(tape)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    if step == 0:
+        hvd.broadcast_variables(model.variables, root_rank=0)
+        hvd.broadcast_variables(opt.variables(), root_rank=0)
+"""
+
+
+def test_no_training_loop_nothing_to_distribute(tmp_path):
+    """A saliency/export script has no loop to distribute: no set-up, no guards."""
+    path = tmp_path / "saliency.py"
+    path.write_text(NO_LOOP)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0 and proc.stdout == NO_LOOP
+    report = json.loads(proc.stderr.splitlines()[0])
+    assert {p["status"] for p in report["points"] if p["point"] <= 7} == {"not applicable"}
+
+
+def test_misuse_left_in_the_program_is_not_reported_as_already_done(tmp_path):
+    """The tape wrapped after gradient() is moved (HVD202: done); the undivided data (HVD207,
+    no mechanical fix in hand-distributed code) is reported as not done, not as 'already'."""
+    path = tmp_path / "half.py"
+    path.write_text(HALF_DONE)
+    proc = run("convert", "--format", "json", str(path))
+    report = json.loads(proc.stderr.splitlines()[0])
+    points = {p["point"]: p for p in report["points"]}
+    assert points[3]["status"] == "done" and points[3]["changes"][0]["code"] == "HVD202"
+    assert points[5]["status"] == "not done" and "HVD207" in points[5]["reason"]
+    assert points[2]["status"] == "already"

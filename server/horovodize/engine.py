@@ -61,10 +61,11 @@ class Analysis:
             edits = list(self.setup.fix.edits) + edits
         return _without_overlaps(edits)
 
-    def conversion_edits(self) -> list[Edit]:
-        """Every rule site's primary fix, and the set-up once."""
-        edits: list[Edit] = []
+    def conversion_sites(self) -> list[Finding]:
+        """The rule sites the whole-file conversion applies (the report lists these)."""
         sites = self.rule_sites
+        if not (self.summary and self.summary.sites) and not (self.facts and self.facts.uses_horovod):
+            return []   # no training loop: nothing to distribute (a saliency or export script)
         if self.facts is not None and self.facts.uses_horovod:
             # hints (an unguarded print, progress on every rank) stay individual quick fixes:
             # a program already distributed by hand gets only what it misses
@@ -72,6 +73,12 @@ class Analysis:
             sites = [f for f in sites if f.code not in hints]
             if not any(f.fix.needs_setup for f in sites if f is not self.setup):
                 sites = [f for f in sites if f is not self.setup]
+        return sites
+
+    def conversion_edits(self) -> list[Edit]:
+        """Every rule site's primary fix, and the set-up once."""
+        edits: list[Edit] = []
+        sites = self.conversion_sites()
         if self.setup is not None and self.setup in sites:
             edits += self.setup.fix.edits
         for f in sites:
