@@ -319,6 +319,8 @@ def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
         prev = stmt.get_previous_sibling()
         if prev is not None and prev.type == "simple_stmt" and is_barrier(prev):
             continue
+        if stmt.parent is None:
+            continue      # an error-recovered tree (the buffer does not parse)
         if prev is not None and prev.type in ("newline",) or stmt.parent.type == "simple_stmt":
             stmt = stmt.parent if stmt.parent.type == "simple_stmt" else stmt
             prev = stmt.get_previous_sibling()
@@ -362,13 +364,21 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
     find it, and ``hvd.load_model`` (0.28.1) maps names to factories that the ``.keras``
     format rejects. Mapping the name to the class the program trains with works for both
     formats and keeps the loaded optimizer distributed."""
-    model = _fit_model(ctx)
-    if model is None:
+    fit = _fit_model(ctx)
+    if fit is None:
         return
+    model, fit_call = fit
     for call in ctx.calls("load_model"):
         if ctx.env.callee_qualname(call) not in LOAD_MODEL or call.has_star() or call.keyword("custom_objects"):
             continue
         if ctx.env.lookup(model, call.node, "model") is None or ctx.blocked("HVD034", call.node):
+            continue
+        # only a load of what this program saved after training, with the trained model still
+        # bound (``model = load_model(p)`` before any fit reads a file made elsewhere, and
+        # `type(model.optimizer)` would read the name it is binding)
+        load_stmt = N.statement_of(call.node)
+        if call.node.start_pos < fit_call.start_pos or not any(
+                b.name == model and b.stmt.end_pos <= load_stmt.start_pos for b in ctx.env.bindings):
             continue
         cls = f"type({model}.optimizer)"
         edits = ctx.add_keyword(call, f"custom_objects={{{cls}.__name__: {cls}}}")
@@ -377,8 +387,8 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
                       Fix(RULES["HVD034"][1], edits))
 
 
-def _fit_model(ctx: RuleContext) -> str | None:
-    """The model a Keras-flavoured Horovod program trains with ``fit`` (its dotted name)."""
+def _fit_model(ctx: RuleContext):
+    """(dotted name, fit call node) of the model a Keras-flavoured Horovod program trains with ``fit``."""
     from ..loop import FIT
 
     if not (ctx.summary.hvd_module or "").endswith("keras"):
@@ -386,5 +396,5 @@ def _fit_model(ctx: RuleContext) -> str | None:
     for site in ctx.summary.sites:
         call = N.as_call(site.node)
         if site.kind == FIT and call is not None and call.receiver_dotted():
-            return call.receiver_dotted()
+            return call.receiver_dotted(), call.node
     return None
