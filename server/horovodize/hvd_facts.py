@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import nodes as N
-from .env import Env, canonical, import_bindings, is_main_guard
+from .env import Env, _import_names, canonical, import_bindings, is_main_guard
 
 # Importable Horovod modules a program may use as "hvd" (edits are written against one).
 HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
@@ -585,18 +585,6 @@ def api_name(full: str) -> str | None:
     if rest in ("tensorflow", "tensorflow.keras", "keras"):
         return ""
     return rest
-
-
-def _import_names(node):
-    names = node.children[1]
-    items = names.children if names.type == "dotted_as_names" else [names]
-    out = []
-    for item in items:
-        if item.type == "dotted_as_name":
-            out.append((item.children[0], item.children[2].value))
-        elif item.type in ("name", "dotted_name"):
-            out.append((item, None))
-    return out
 
 
 def _assign_items(stmt):

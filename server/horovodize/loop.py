@@ -244,14 +244,14 @@ class _Summarizer:
     # -- drivers and related information ---------------------------------------------------
     def driver(self, node, fn):
         """The innermost for/while running `node`, following the callers of its function."""
-        loop = _loop_around(node)
+        loop = N.loop_around(node)
         if loop is not None:
             return loop
         seen, queue = {id(fn)}, [fn] if fn is not None else []
         while queue:
             f = queue.pop(0)
             for call in self.env.callers(f):
-                loop = _loop_around(call.node)
+                loop = N.loop_around(call.node)
                 if loop is not None:
                     return loop
                 caller = N.enclosing(call.node, {"funcdef"})
@@ -314,18 +314,6 @@ class _Summarizer:
     def estimator_distributed(self, call: N.Call) -> bool:
         return self.env.horovod() and bool(self.hvd_calls.get("DistributedOptimizer")
                                            or self.hvd_calls.get("BroadcastGlobalVariablesHook"))
-
-
-def _loop_around(node):
-    """The innermost for/while statement holding `node` inside its own function."""
-    cur = node.parent
-    while cur is not None:
-        if cur.type in ("for_stmt", "while_stmt"):
-            return cur
-        if cur.type in ("funcdef", "classdef", "lambdef", "file_input"):
-            return None
-        cur = cur.parent
-    return None
 
 
 def summarize(env: Env) -> Summary:

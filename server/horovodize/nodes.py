@@ -233,6 +233,28 @@ def call_with_argument(node) -> Call | None:
     return Call(cur.parent, cur.parent.children.index(cur))
 
 
+def inside(node, ancestor) -> bool:
+    """Is `node` `ancestor` or below it?"""
+    cur = node
+    while cur is not None:
+        if cur is ancestor:
+            return True
+        cur = cur.parent
+    return False
+
+
+def loop_around(node):
+    """The innermost for/while statement holding `node` inside its own function."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("for_stmt", "while_stmt"):
+            return cur
+        if cur.type in ("funcdef", "classdef", "lambdef", "file_input"):
+            return None
+        cur = cur.parent
+    return None
+
+
 def enclosing(node, types: set[str]):
     cur = node.parent
     while cur is not None:

@@ -148,18 +148,9 @@ class Blocker:
                 return True
             if node is not None and (p.node is node or id(node) in ids):
                 return True
-            if p.region is not None and node is not None and _inside(node, p.region):
+            if p.region is not None and node is not None and N.inside(node, p.region):
                 return True
         return False
-
-
-def _inside(node, ancestor) -> bool:
-    cur = node
-    while cur is not None:
-        if cur is ancestor:
-            return True
-        cur = cur.parent
-    return False
 
 
 def _span(first, last) -> _Span:

@@ -91,7 +91,7 @@ def analyze(env: Env) -> Graph:
             if sess is not None and sess.kind == "session" and _runs_initializer(env, call):
                 sess.inits.append(N.statement_of(call.node))
             elif (call.receiver_dotted() or "").rsplit(".", 1)[-1] in g.train_ops:   # train_step.run(feed_dict=...)
-                g.runs.append(Run(call, sess or _only_session(g), _loop_around(call.node)))
+                g.runs.append(Run(call, sess or _only_session(g), N.loop_around(call.node)))
             continue
         sess = _resolve(env, g, call)
         fetches = call.keyword("fetches") or call.positional(0)
@@ -101,7 +101,7 @@ def analyze(env: Env) -> Graph:
             sess.inits.append(N.statement_of(call.node))
             continue
         if _fetches_train_op(g, fetches.value):
-            g.runs.append(Run(call, sess, _loop_around(call.node)))
+            g.runs.append(Run(call, sess, N.loop_around(call.node)))
         elif sess is not None and not g.train_ops:
             g.foreign.extend(_foreign_train_ops(env, fetches.value, call))
     for call in idx.by_method.get("restore", ()):      # saver.restore(sess, path): broadcast after it
@@ -216,17 +216,6 @@ def _fetches_train_op(g: Graph, value) -> bool:
         if n.type == "trailer" and len(n.children) == 2 and n.children[0] == "." and n.children[1].value in g.train_ops:
             return True
     return False
-
-
-def _loop_around(node):
-    cur = node.parent
-    while cur is not None:
-        if cur.type in ("for_stmt", "while_stmt"):
-            return cur
-        if cur.type in ("funcdef", "classdef", "lambdef", "file_input"):
-            return None
-        cur = cur.parent
-    return None
 
 
 def range_bound(loop) -> object | None:

@@ -95,21 +95,12 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
     for tape in keras_step_tapes(ctx):
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
-        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
-        outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
-        inner = _gradient_inside(tape, with_stmt)
-        if inner is None:
-            edit = ctx.insert_after_stmt(outer, f"{tape.name} = {alias}.DistributedGradientTape({tape.name})")
-        else:
-            target = _single_target(inner)
-            if target is None:
-                continue
-            edit = ctx.insert_after_stmt(
-                inner, f"{target} = [None if g is None else {alias}.allreduce(g) for g in {target}]")
-        yield finding(ctx, "HVD020", tape.stmt,
-                      f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
-                      "(DistributedOptimizer averages only in minimize)",
-                      Fix(RULES["HVD020"][1], [edit]))
+        edit = _wrap_edit(ctx, tape, alias)
+        if edit is not None:
+            yield finding(ctx, "HVD020", tape.stmt,
+                          f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
+                          "(DistributedOptimizer averages only in minimize)",
+                          Fix(RULES["HVD020"][1], [edit]))
 
 
 def _tapes(ctx: RuleContext) -> Iterator[Finding]:
@@ -121,21 +112,28 @@ def _tapes(ctx: RuleContext) -> Iterator[Finding]:
             continue   # a penalty, saliency or printed gradient: no optimizer applies it
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
-        outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
-        inner = _gradient_inside(tape, with_stmt)
-        if inner is None:
-            edit = ctx.insert_after_stmt(outer, f"{tape.name} = {ctx.hvd}.DistributedGradientTape({tape.name})")
-        else:
-            # Gradients taken inside the block: a DistributedGradientTape made there fails on
-            # a non-persistent tape ("gradient() cannot be invoked within the GradientTape
-            # context"), so the gradients are averaged right after they are taken instead.
-            target = _single_target(inner)
-            if target is None:
-                continue
-            edit = ctx.insert_after_stmt(
-                inner, f"{target} = [None if g is None else {ctx.hvd}.allreduce(g) for g in {target}]")
-        yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
-                      Fix(RULES["HVD020"][1], [edit]))
+        edit = _wrap_edit(ctx, tape, ctx.hvd)
+        if edit is not None:
+            yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
+                          Fix(RULES["HVD020"][1], [edit]))
+
+
+def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
+    """``tape = hvd.DistributedGradientTape(tape)`` right after the ``with`` block.
+
+    Gradients taken inside the block: a DistributedGradientTape made there fails on a
+    non-persistent tape ("gradient() cannot be invoked within the GradientTape context"),
+    so the gradients are averaged right after they are taken instead (None when they go
+    into something other than one name: HVD-T2 says so)."""
+    with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+    outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
+    inner = _gradient_inside(tape, with_stmt)
+    if inner is None:
+        return ctx.insert_after_stmt(outer, f"{tape.name} = {hvd}.DistributedGradientTape({tape.name})")
+    target = _single_target(inner)
+    if target is None:
+        return None
+    return ctx.insert_after_stmt(inner, f"{target} = [None if g is None else {hvd}.allreduce(g) for g in {target}]")
 
 
 def _single_target(stmt) -> str | None:

@@ -140,7 +140,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
         if code != "HVD030":
             _note_write(ctx, call, writes)
-        if any(_inside(stmt, b) for b in inside_block):
+        if any(N.inside(stmt, b) for b in inside_block):
             continue
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
@@ -160,15 +160,6 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _summary_writers(ctx)
     yield from _barriers(ctx, writes)
     yield from _load_models(ctx)
-
-
-def _inside(node, ancestor) -> bool:
-    cur = node
-    while cur is not None:
-        if cur is ancestor:
-            return True
-        cur = cur.parent
-    return False
 
 
 def _write_blocks(ctx: RuleContext):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .. import nodes as N
-from ..loop import ESTIMATOR, FIT, TAPE, _loop_around
+from ..loop import ESTIMATOR, FIT, TAPE
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 
@@ -156,7 +156,7 @@ def _drivers(ctx: RuleContext, site) -> list:
     out = [site.driver] if site.driver is not None else []
     if site.function is not None:
         for call in ctx.env.callers(site.function):
-            loop = _loop_around(call.node)
+            loop = N.loop_around(call.node)
             if loop is not None and all(loop is not d for d in out):
                 out.append(loop)
     return out
