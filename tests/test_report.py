@@ -153,3 +153,15 @@ def test_misuse_left_in_the_program_is_not_reported_as_already_done(tmp_path):
     assert points[3]["status"] == "done" and points[3]["changes"][0]["code"] == "HVD202"
     assert points[5]["status"] == "not done" and "HVD207" in points[5]["reason"]
     assert points[2]["status"] == "already"
+
+
+def test_hints_left_in_a_hand_distributed_program_are_named(tmp_path):
+    """A program distributed by hand keeps its unscaled rate and its prints (hints, not in the
+    whole-file fix): the report says so instead of 'already'."""
+    src = HALF_DONE.replace("0.01 * hvd.size()", "0.01") + 'print("done")\n'
+    path = tmp_path / "hinted.py"
+    path.write_text(src)
+    report = json.loads(run("convert", "--format", "json", str(path)).stderr.splitlines()[0])
+    points = {p["point"]: p for p in report["points"]}
+    assert points[4]["status"] == "not done" and "HVD010" in points[4]["reason"]
+    assert points[7]["status"] == "not done" and "HVD030" in points[7]["reason"]

@@ -36,8 +36,14 @@ def build(analysis: Analysis, path: str = "") -> dict:
         mine = set(point_codes) | {c for c, p in MISUSE_POINT.items() if p == number}
         changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "change": f.fix.title, "message": f.message}
                    for f in sites if f.code in mine]
-        left = [f"line {src.position(f.start)[0] + 1}: {f.code} {f.message}" for f in analysis.findings
-                if MISUSE_POINT.get(f.code) == number and f not in sites]
+        # a misuse the point's own changes repair (HVD205 by the broadcast HVD050/HVD021 adds)
+        # is not left; one with nothing done about it is
+        left = [] if changes else [f"line {src.position(f.start)[0] + 1}: {f.code} {f.message}"
+                                   for f in analysis.findings if MISUSE_POINT.get(f.code) == number and f not in sites]
+        hints = [f"line {src.position(f.start)[0] + 1}: {f.code} {f.message} (a quick fix, left to you in a "
+                 "program distributed by hand)" for f in analysis.rule_sites
+                 if f.code in point_codes and f not in sites and has_loop and not refused]
+        left += hints
         notes = [{"line": line, "note": text} for point, line, text in analysis.notes if point == number]
         if refused:
             status, why = "not done", "the conversion is refused (point 8)"
