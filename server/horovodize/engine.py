@@ -214,9 +214,9 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
             continue      # a rule code's own fact (HVD092): reported by that rule
         start, end = source.span(p.node)
         code = f"HVD-{p.code}"
-        blocks = ", ".join(p.blocks) if p.blocks else "no rule"
         related = [Related(*source.span(node), msg) for node, msg in p.related]
-        out.append(Finding(code, start, end, f"{p.message} (blocks {blocks})", SEVERITY_RESTRICTION, None,
+        # the message stays one short line; the rules it stops are in `blocks` (JSON, hover)
+        out.append(Finding(code, start, end, p.message, SEVERITY_RESTRICTION, None,
                            related=related, blocks=tuple(p.blocks)))
     return out
 

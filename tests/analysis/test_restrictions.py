@@ -41,10 +41,7 @@ def assert_blocks(r, f, *codes):
     if set(codes) & set(SYNC_RULES):
         codes = tuple(dict.fromkeys(codes + SYNC_RULES))
     assert set(f.blocks) == set(codes), f.blocks
-    for code in codes:
-        assert code in f.message
-    if not codes:
-        assert "(blocks no rule)" in f.message
+    assert "(blocks" not in f.message         # short: the list travels in `blocks` (JSON, hover)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))

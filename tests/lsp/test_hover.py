@@ -36,6 +36,8 @@ async def test_hover_on_a_restriction(client):
     result = await hover(client, uri, r7.range.start.line, r7.range.start.character)
     assert result.contents.value.startswith(f"**HVD-R7**: {r7.message}")
     assert codes.doc("HVD-R7").strip() in result.contents.value
+    # the short message leaves the rules it stops to the hover
+    assert "(blocks" not in r7.message and "\n\nBlocks: HVD010, HVD011" in result.contents.value
 
 
 async def test_no_hover_elsewhere(client):

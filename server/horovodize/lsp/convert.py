@@ -138,7 +138,8 @@ def code_action(title: str, kind: str, *, diagnostics: list[types.Diagnostic] | 
 def hover(found: list[Finding], text: Text, encoding: str, markdown: bool) -> types.Hover:
     parts = []
     for f in found:
-        parts.append(f"**{f.code}**: {f.message}\n\n{codes.doc(f.code).strip()}")
+        stops = f"\n\nBlocks: {', '.join(f.blocks)}" if f.blocks else ""
+        parts.append(f"**{f.code}**: {f.message}{stops}\n\n{codes.doc(f.code).strip()}")
     value = "\n\n---\n\n".join(parts)
     kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
     first = found[0]
