@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from . import codes
-from .engine import analyze, convert_text
+from .engine import Analysis, analyze, conversion
 from . import py2
 from .source import ParseError, Source
 
@@ -165,11 +165,11 @@ def _parse_error(source: Source) -> ParseError | None:
 
 
 # -- convert -------------------------------------------------------------------------------
-def convert_file(path: Path) -> tuple[str, str]:
-    """(original, converted); raises UserError on bad input (syntax errors included)."""
+def convert_file(path: Path) -> tuple[str, Analysis]:
+    """(original, its conversion's analysis); raises UserError on bad input (syntax errors included)."""
     text = read_source(path)
     try:
-        return text, convert_text(text)
+        return text, conversion(text)
     except ParseError as e:
         raise _located(path, e)
 
@@ -260,11 +260,8 @@ def unified_diff(path: Path, before: str, after: str) -> str:
     return "".join(out)
 
 
-def trap_warnings(path: Path, text: str) -> list[str]:
+def trap_warnings(path: Path, analysis: Analysis) -> list[str]:
     """The stack-trap warnings (HVD090-092) of a converted file, one line each."""
-    if not any(word in text for word in ("keras", "jit_compile", "experimental_compile", "distribute")):
-        return []          # (none of them can fire: no second analysis)
-    analysis = analyze(text)
     src = analysis.source
     return [f"{path}:{l + 1}:{c + 1}: warning: {f.code} {f.message}"
             for f in analysis.findings if f.code in codes.STACK_TRAPS
@@ -287,17 +284,18 @@ def cmd_convert(args) -> int:
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
         try:
-            before, after = convert_file(path)
+            before, analysis = convert_file(path)
         except UserError as e:
             if path == target:
                 raise
             print(e.line(), file=sys.stderr)
             failures += 1
             continue
-        was_refused = print_report(path, before, getattr(args, "format", "text"))
+        after = analysis.converted()
+        was_refused = print_report(path, analysis, getattr(args, "format", "text"))
         refused += was_refused
         changed += before != after
-        for line in trap_warnings(path, before):
+        for line in trap_warnings(path, analysis):
             print(line, file=sys.stderr)          # HVD090-092: the conversion proceeds, the report warns
         if before == after and len(files) == 1 and not was_refused:
             print(f"{path}: nothing to change", file=sys.stderr)
@@ -332,11 +330,11 @@ def cmd_convert(args) -> int:
     return 2 if failures else 3 if refused else 0
 
 
-def print_report(path: Path, text: str, fmt: str) -> int:
+def print_report(path: Path, analysis: Analysis, fmt: str) -> int:
     """The conversion report on stderr (stdout stays the program); 1 when the conversion is refused."""
     from . import report
 
-    data = report.build(analyze(text), str(path))
+    data = report.build(analysis, str(path))
     print(json.dumps(data) if fmt == "json" else report.text(data), file=sys.stderr)
     return int(data["refused"])
 

@@ -221,14 +221,21 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
     return out
 
 
-def convert_text(text: str) -> str:
-    """The whole-file conversion; raises `ParseError` when the input does not parse."""
+def conversion(text: str) -> Analysis:
+    """The analysis a whole-file conversion applies (one parse, one analysis: the CLI's
+    report and warnings read the same one); raises `ParseError` when the input does not
+    parse or is too deeply nested."""
     source = Source(text)
     source.check_parses()
     analysis = analyze(text, module=source.module)
     if analysis.error is not None:
         raise analysis.error
-    return analysis.converted()
+    return analysis
 
 
-__all__ = ["Analysis", "analyze", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]
+def convert_text(text: str) -> str:
+    """The whole-file conversion; raises `ParseError` when the input does not parse."""
+    return conversion(text).converted()
+
+
+__all__ = ["Analysis", "analyze", "conversion", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]
