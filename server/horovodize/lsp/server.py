@@ -81,9 +81,9 @@ class Entry:
     too_large: str | None = None     # why the buffer was not analysed (over a size limit)
 
 
-def over_limit(text: str, options: Options) -> str | None:
-    """Why `text` is too large to analyse on every edit (None when it is not)."""
-    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+def over_limit(buffer: Text, options: Options) -> str | None:
+    """Why `buffer` is too large to analyse on every edit (None when it is not)."""
+    text, lines = buffer.text, len(buffer.line_starts)      # lines as LSP counts them
     if options.max_file_lines and lines > options.max_file_lines:
         return (f"horovodize: not analysed: {lines} lines is over the maxFileLines limit ({options.max_file_lines});"
                 " raise it in the server's initializationOptions (0 = no limit)")
@@ -274,7 +274,7 @@ class HorovodizeServer(LanguageServer):
         doc = self.documents.get(uri)
         if doc is None or doc.text is not text:
             return None
-        too_large = over_limit(text.text, options)
+        too_large = over_limit(text, options)
         if too_large is not None:
             self._parsers.pop(uri, None)         # its tree would only hold memory
             log.info("not analysed %s version %s: %s", uri, version, too_large)
@@ -308,11 +308,9 @@ class HorovodizeServer(LanguageServer):
         entry = Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)))
         # (the responsiveness tests count these lines: N keystrokes must not mean N analyses)
         log.info("analysed %s version %s in %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
-        self._since_collect += 1
+        self._since_collect += 1          # (the tree and this analysis were frozen above)
         if self._since_collect >= FULL_COLLECT_EVERY:
             self._full_collect()
-        elif gc.isenabled():
-            gc.freeze()          # the tree and this analysis: not walked by the next collections
         return entry
 
     def _stale(self, uri: str, text: Text) -> bool:
