@@ -183,6 +183,14 @@ class RuleContext:
         start, end = self.source.span(node)
         return [Edit(start, start, before), Edit(end, end, after)]
 
+    def rank0_value(self, node) -> list[Edit]:
+        """``<expr> if hvd.rank() == 0 else None`` (a directory only rank 0 writes to); a
+        conditional, lambda or walrus is parenthesised, else the new ``if`` would bind
+        inside it (``d if c else None if ...`` is ``d if c else (None if ...)``)."""
+        if node.type in ("test", "lambdef", "namedexpr_test"):
+            return self.wrap(node, "(", f") if {self.hvd}.rank() == 0 else None")
+        return self.wrap(node, "", f" if {self.hvd}.rank() == 0 else None")
+
     def scale(self, node, op: str) -> list[Edit]:
         """``<expr> <op> hvd.size()`` with parentheses when precedence needs them."""
         needs_parens = node.type not in (

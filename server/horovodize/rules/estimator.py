@@ -72,12 +72,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if arg is None or mentions_hvd(arg.value, ctx) or ctx.blocked("HVD061", b.stmt, b):
             continue
         value = arg.value
-        # A conditional expression is parso's "test" node: `d if c else None if hvd.rank() == 0
-        # else None` would bind as `d if c else (None if ...)`, so it is parenthesised.
-        edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") if value.type in LOW_PRECEDENCE \
-            else ctx.wrap(value, "", f" if {hvd}.rank() == 0 else None")
         yield finding(ctx, "HVD061", value, "every rank writes checkpoints to model_dir",
-                      Fix(RULES["HVD061"][1], edits))
+                      Fix(RULES["HVD061"][1], ctx.rank0_value(value)))
     yield from premade_sites(ctx)
     yield from run_config_sites(ctx)
 
@@ -204,7 +200,6 @@ def run_config_sites(ctx: RuleContext) -> Iterator[Finding]:
     """``RunConfig(model_dir=...)`` is where an Estimator writes too (HVD061)."""
     if not any(b.role == "estimator" for b in ctx.env.bindings):
         return
-    hvd = ctx.hvd
     for call in ctx.calls("RunConfig"):
         if not (ctx.env.callee_qualname(call) or "").endswith("estimator.RunConfig"):
             continue
@@ -213,7 +208,5 @@ def run_config_sites(ctx: RuleContext) -> Iterator[Finding]:
                 or (arg.value.type == "keyword" and arg.value.value == "None"):
             continue
         value = arg.value
-        edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") if value.type in LOW_PRECEDENCE \
-            else ctx.wrap(value, "", f" if {hvd}.rank() == 0 else None")
         yield finding(ctx, "HVD061", value, "every rank writes checkpoints to the RunConfig's model_dir",
-                      Fix(RULES["HVD061"][1], edits))
+                      Fix(RULES["HVD061"][1], ctx.rank0_value(value)))

@@ -191,12 +191,8 @@ def _monitored(ctx: RuleContext, g) -> Iterator[Finding]:
                 d = call.keyword(kw) or (call.positional(pos) if pos is not None else None)
                 if d is None or mentions_hvd(d.value, ctx) or (d.value.type == "keyword" and d.value.value == "None"):
                     continue
-                value = d.value
-                edits = ctx.wrap(value, "(", f") if {hvd}.rank() == 0 else None") \
-                    if value.type in ("test", "lambdef", "namedexpr_test") \
-                    else ctx.wrap(value, "", f" if {hvd}.rank() == 0 else None")
-                yield finding(ctx, "HVD072", value, f"every rank writes checkpoints to {kw}",
-                              Fix(RULES["HVD072"][1], edits))
+                yield finding(ctx, "HVD072", d.value, f"every rank writes checkpoints to {kw}",
+                              Fix(RULES["HVD072"][1], ctx.rank0_value(d.value)))
 
 
 # -- HVD073 ---------------------------------------------------------------------------------

@@ -222,7 +222,6 @@ def _sharded(pipe: Pipeline) -> bool:
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    hvd = ctx.hvd
     seen_sources: set = set()
     for use in training_data(ctx):
         site = use.site
