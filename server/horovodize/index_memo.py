@@ -54,6 +54,8 @@ class _Root:
 class IndexMemo:
     def __init__(self):
         self._pieces: dict[int, tuple] = {}     # id(statement) -> (statement, shape, Index)
+        self._merged: Index | None = None        # the index of the previous version
+        self._count: dict[str, dict] = {}        # dict field -> key -> pieces that have it
         self.walked = 0                          # statements walked by the last `index` (for tests)
 
     def index(self, module) -> Index:
@@ -61,17 +63,22 @@ class IndexMemo:
         try:
             return self._index(module)
         except RecursionError:                  # pathological nesting: the plain walk decides
-            self._pieces = {}
+            self._pieces, self._merged, self._count = {}, None, {}
             return build_index(module)
 
     def _index(self, module) -> Index:
-        idx = Index()
         pieces: dict[int, tuple] = {}
+        order: list[Index] = []
+        bare = False
+        added: list[Index] = []
         self.walked = 0
         for child in module.children:
             if not hasattr(child, "children"):
-                if child.type == "name":             # (error recovery can leave a bare name)
-                    idx.names.setdefault(child.value, []).append(child)
+                if child.type == "name":         # (error recovery can leave a bare name)
+                    name = Index()
+                    name.names[child.value] = [child]
+                    order.append(name)
+                    bare = True
                 continue
             shape = _shape(child, [])
             old = self._pieces.get(id(child))
@@ -80,10 +87,136 @@ class IndexMemo:
             else:
                 piece = build_index(_Root(child), owner=module)
                 self.walked += 1
+                added.append(piece)
             pieces[id(child)] = (child, shape, piece)
-            _merge(idx, piece)
-        self._pieces = pieces
+            order.append(piece)
+        kept = {id(p[2]) for p in pieces.values()}
+        removed = [p[2] for key, p in self._pieces.items() if id(p[2]) not in kept]
+        if bare or self._merged is None or len(added) + len(removed) > len(order) // 2:
+            idx = _merge_all(order)
+            self._count = {}
+        else:
+            idx = self._merge_changes(order, added, removed)
+        self._pieces, self._merged = pieces, idx
         return idx
+
+    def _merge_changes(self, order: list[Index], added: list[Index], removed: list[Index]) -> Index:
+        """The previous merged index with only the keys of the changed pieces redone.
+
+        A key's list is the concatenation, in source order, of the lists of the pieces
+        that have it; a key no changed piece has keeps its list. The redone keys are
+        concatenated when first read (`_Merged`): a common name like ``tf`` is in every
+        piece, and most keys are never read."""
+        prev = self._merged
+        idx = Index()
+        for name in _LISTS:
+            setattr(idx, name, [x for piece in order for x in getattr(piece, name)])
+        for name in _DICTS:
+            count = self._count.get(name)
+            if count is None:                     # (first incremental version: from scratch)
+                count = self._count[name] = _count(order, name)
+                fresh = True
+            else:
+                fresh = False
+            affected = set()
+            for piece in removed:
+                keys = getattr(piece, name)
+                affected.update(keys)
+                if not fresh:
+                    for key in keys:
+                        count[key] -= 1
+            for piece in added:
+                keys = getattr(piece, name)
+                affected.update(keys)
+                if not fresh:
+                    for key in keys:
+                        count[key] = count.get(key, 0) + 1
+            old = getattr(prev, name)
+            if isinstance(old, _Merged):
+                done, todo = dict(old._done), set(old._todo)
+            else:
+                done, todo = dict(old), set()
+            for key in affected:
+                done.pop(key, None)
+                if count.get(key, 0) > 0:
+                    todo.add(key)
+                else:
+                    todo.discard(key)
+                    count.pop(key, None)
+            setattr(idx, name, _Merged(done, todo, order, name))
+        owners = dict(prev.def_owner)
+        for piece in removed:
+            for key in piece.def_owner:
+                owners.pop(key, None)
+        for piece in added:
+            owners.update(piece.def_owner)
+        idx.def_owner = owners
+        return idx
+
+
+class _Merged:
+    """A merged dict of the index (the read-only part of the dict API the passes use)
+    whose keys in `_todo` are concatenated from this version's pieces (`_order`) when
+    first read."""
+
+    __slots__ = ("_done", "_todo", "_order", "_field")
+
+    def __init__(self, done: dict, todo: set, order: list, field: str):
+        self._done, self._todo, self._order, self._field = done, todo, order, field
+
+    def _fill(self, key) -> None:
+        self._todo.discard(key)
+        name = self._field
+        self._done[key] = [x for p in self._order for x in getattr(p, name).get(key, ())]
+
+    def _all(self) -> dict:
+        for key in list(self._todo):
+            self._fill(key)
+        return self._done
+
+    def get(self, key, default=None):
+        if key in self._todo:
+            self._fill(key)
+        return self._done.get(key, default)
+
+    def __getitem__(self, key):
+        if key in self._todo:
+            self._fill(key)
+        return self._done[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self._todo or key in self._done
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._done) + len(self._todo)
+
+    def keys(self):
+        return self._all().keys()
+
+    def values(self):
+        return self._all().values()
+
+    def items(self):
+        return self._all().items()
+
+
+def _count(order: list[Index], name: str) -> dict:
+    """key -> how many pieces' `name` dict has it."""
+    count: dict = {}
+    for piece in order:
+        for key in getattr(piece, name):
+            count[key] = count.get(key, 0) + 1
+    return count
+
+
+def _merge_all(order: list[Index]) -> Index:
+    idx = Index()
+    for piece in order:
+        _merge(idx, piece)
+    return idx
 
 
 def _merge(idx: Index, piece: Index) -> None:
