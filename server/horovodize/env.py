@@ -168,6 +168,7 @@ class Index:
     owned_withs: dict = field(default_factory=dict)    # id(owner) -> [with_item]
     def_owner: dict = field(default_factory=dict)      # id(funcdef/classdef) -> owner it is defined in
     by_method: dict = field(default_factory=dict)      # method or callee name -> [Call]
+    whole_calls: dict = field(default_factory=dict)    # id(atom_expr) -> its Call when it is one (`Env.as_call`)
 
 
 def build_index(module, owner=None) -> Index:
@@ -221,6 +222,8 @@ def _record(idx: Index, node, owner):
                 idx.calls.append((call, owner))
                 idx.by_method.setdefault(call.method or call.callee_dotted(), []).append(call)
                 idx.owned_calls.setdefault(id(owner), []).append(call)
+        if idx.calls and idx.calls[-1][0].node is node and N.as_call(node) is not None:
+            idx.whole_calls[id(node)] = idx.calls[-1][0]
     elif t in OWNERS:
         idx.def_owner[id(node)] = owner
         if t == "funcdef":
@@ -280,6 +283,7 @@ class Env:
         self._param_active: set[tuple] = set()
         self._params: dict[int, list] = {}
         self._callee_q: dict[tuple, str | None] = {}   # (id(call node), index) -> callee qualname
+        self._alias_gen: object | None = None           # set once the aliases are final
         self.ready = False
 
     # -- resolution ----------------------------------------------------------------
@@ -298,19 +302,37 @@ class Env:
         return canonical(full)
 
     def callee_qualname(self, call: N.Call) -> str | None:
-        """``qualname(call.callee_parts)``, computed once per call site (the aliases are
-        final once the member aliases are collected; the cache is cleared then)."""
+        """``qualname(call.callee_parts)``, computed once per call site. Once the aliases
+        are final (`_member_aliases`) the answer is kept on the `Call` under their
+        generation: the index keeps a statement's `Call`s while the statement is
+        unchanged, so an unchanged call is not resolved again after an edit elsewhere."""
+        gen = self._alias_gen
+        if gen is not None:
+            cached = call.__dict__.get("_q")
+            if cached is not None and cached[0] is gen:
+                return cached[1]
+            q = self._callee_q_of(call)
+            call.__dict__["_q"] = (gen, q)
+            return q
         key = (id(call.node), call.index)
         try:
             return self._callee_q[key]
         except KeyError:
-            root = call.node.children[0]
-            if root.type != "name" or root.value not in self.aliases:
-                q = None       # (the dotted name's root is not an alias)
-            else:
-                q = self._resolve(call.callee_dotted())
-            self._callee_q[key] = q
+            q = self._callee_q[key] = self._callee_q_of(call)
             return q
+
+    def _callee_q_of(self, call: N.Call) -> str | None:
+        root = call.node.children[0]
+        if root.type != "name" or root.value not in self.aliases:
+            return None       # (the dotted name's root is not an alias)
+        return self._resolve(call.callee_dotted())
+
+    def as_call(self, node) -> N.Call | None:
+        """`nodes.as_call`, answered with the index's own `Call` (and its cached facts)."""
+        found = self.index.whole_calls.get(id(node))
+        if found is not None and found.node is node:
+            return found
+        return N.as_call(node)
 
     def scopes_for(self, node) -> list:
         """Lookup chain of scopes for a name used at `node` (innermost first)."""
@@ -526,7 +548,7 @@ class Env:
         """``g = tf.function(f)``: g runs f."""
         if b is None:
             return None
-        call = N.as_call(b.value)
+        call = self.as_call(b.value)
         if call is None or not _wrapper(self, call):
             return None
         arg = call.positional(0)
@@ -544,7 +566,7 @@ class Env:
         """The local class `b` holds an instance of (``trainer = Trainer(...)``)."""
         if b is None:
             return None
-        call = N.as_call(b.value)
+        call = self.as_call(b.value)
         callee = call.callee_dotted() if call is not None else None
         return callee if callee in self.all_classes else None
 
@@ -806,6 +828,20 @@ def _from_names(node):
     return out
 
 
+_GENERATIONS: dict[tuple, object] = {}
+
+
+def alias_generation(aliases: dict) -> object:
+    """One object per distinct alias table (compared by identity: cheap on every call)."""
+    key = tuple(sorted(aliases.items()))
+    gen = _GENERATIONS.get(key)
+    if gen is None:
+        if len(_GENERATIONS) > 256:
+            _GENERATIONS.clear()
+        gen = _GENERATIONS[key] = object()
+    return gen
+
+
 # -- member aliases (R2, R3) -------------------------------------------------------------
 def _member_aliases(env: Env) -> None:
     """``Adam = tf.optimizers.Adam`` / ``keras = tf.keras`` / ``t = tf``: resolved, so the
@@ -839,6 +875,7 @@ def _member_aliases(env: Env) -> None:
             env.member_aliases[name] = stmt
             env.aliases[name] = q
     env._callee_q.clear()      # the aliases are final from here on
+    env._alias_gen = alias_generation(env.aliases)
 
 
 # Roles reachable through a module-like member alias (``keras = tf.keras``).
@@ -907,7 +944,7 @@ def _assignment(env: Env, stmt, owner) -> None:
     if parts is None:
         return
     targets, value = parts
-    call = N.as_call(value)
+    call = env.as_call(value)
     for target in targets:
         name = N.dotted(target)
         if name is None:
@@ -936,7 +973,7 @@ TERNARY = ("test", "ternary")     # parso calls ``a if c else b`` a "test"
 def _ternary_role(env: Env, value, at):
     """``opt = Adam() if x else SGD()``: the role both (or either) branches construct."""
     for branch in (value.children[0], value.children[-1]):
-        call = N.as_call(branch)
+        call = env.as_call(branch)
         role = env.role_of_call(call, at) if call is not None else None
         if role is not None:
             return role
@@ -968,7 +1005,7 @@ def _returned_role(env: Env, call: N.Call, depth: int = 0):
         if len(ret.children) < 2:
             continue
         value = ret.children[1]
-        inner = N.as_call(value)
+        inner = env.as_call(value)
         if inner is not None:
             role = env.role_of_call(inner, ret) or _returned_role(env, inner, depth + 1)
             if role:
@@ -983,7 +1020,7 @@ def _returned_role(env: Env, call: N.Call, depth: int = 0):
 def _with_item(env: Env, item) -> None:
     if len(item.children) < 3:
         return
-    call = N.as_call(item.children[0])
+    call = env.as_call(item.children[0])
     target = N.dotted(item.children[2])
     if call is not None and target and env.callee_qualname(call) == "tensorflow.GradientTape":
         b = Binding(target, "tape", item, item.children[0], N.func_scope_of(item))

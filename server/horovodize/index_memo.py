@@ -30,6 +30,7 @@ _COMPOUND = frozenset({
 })
 _LISTS = ("calls", "with_items", "assignments", "imports", "funcdefs", "classdefs", "globals")
 _DICTS = ("returns", "names", "owned_calls", "owned_withs", "by_method")
+_UNIQUE = ("def_owner", "whole_calls")      # dicts whose keys (node ids) belong to one piece
 
 
 def _shape(node, out: list) -> list:
@@ -144,13 +145,14 @@ class IndexMemo:
                     todo.discard(key)
                     count.pop(key, None)
             setattr(idx, name, _Merged(done, todo, order, name))
-        owners = dict(prev.def_owner)
-        for piece in removed:
-            for key in piece.def_owner:
-                owners.pop(key, None)
-        for piece in added:
-            owners.update(piece.def_owner)
-        idx.def_owner = owners
+        for name in _UNIQUE:
+            merged = dict(getattr(prev, name))
+            for piece in removed:
+                for key in getattr(piece, name):
+                    merged.pop(key, None)
+            for piece in added:
+                merged.update(getattr(piece, name))
+            setattr(idx, name, merged)
         return idx
 
 
@@ -230,4 +232,5 @@ def _merge(idx: Index, piece: Index) -> None:
                 target[key] = list(values)
             else:
                 found.extend(values)
-    idx.def_owner.update(piece.def_owner)
+    for name in _UNIQUE:
+        getattr(idx, name).update(getattr(piece, name))
