@@ -169,6 +169,15 @@ class Index:
     def_owner: dict = field(default_factory=dict)      # id(funcdef/classdef) -> owner it is defined in
     by_method: dict = field(default_factory=dict)      # method or callee name -> [Call]
     whole_calls: dict = field(default_factory=dict)    # id(atom_expr) -> its Call when it is one (`Env.as_call`)
+    # The language server's index is merged from one piece per top-level statement
+    # (index_memo); a piece lives as long as its statement is unchanged, and so does its
+    # `memo` (facts the passes derive from the statement alone, keyed by id(node)).
+    pieces: list = field(default_factory=list)
+    memo: dict = field(default_factory=dict)
+
+    def parts(self) -> list:
+        """The pieces in source order (the index itself when it was not built by pieces)."""
+        return self.pieces or [self]
 
 
 def build_index(module, owner=None) -> Index:
@@ -659,20 +668,22 @@ def build_env(source: Source, memo=None) -> Env:
                 c.value for c in stmt.children[1:] if c.type == "name")
     _member_aliases(env)
     _collect_classes(env)
-    for stmt, owner in _in_order(env):
-        if stmt.type == "expr_stmt":
-            _assignment(env, stmt, owner)
-        else:
-            _with_item(env, stmt)
+    for piece in env.index.parts():
+        memo = piece.memo
+        for stmt, owner in _in_order(piece):
+            if stmt.type == "expr_stmt":
+                _assignment(env, stmt, owner, memo)
+            else:
+                _with_item(env, stmt)
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
     _restriction_facts(env)
     return env
 
 
-def _in_order(env: Env):
+def _in_order(index: Index):
     """Assignments and with-items merged in source order (both lists are already sorted)."""
-    a, w = env.index.assignments, env.index.with_items
+    a, w = index.assignments, index.with_items
     i = j = 0
     while i < len(a) or j < len(w):
         if j >= len(w) or (i < len(a) and a[i][0].start_pos <= w[j][0].start_pos):
@@ -846,36 +857,48 @@ def alias_generation(aliases: dict) -> object:
 def _member_aliases(env: Env) -> None:
     """``Adam = tf.optimizers.Adam`` / ``keras = tf.keras`` / ``t = tf``: resolved, so the
     sites reached through them are found, and recorded for R2/R3 (which block them)."""
-    for stmt, _owner in env.index.assignments:
+    for piece in env.index.parts():
+        candidates = piece.memo.get("member_aliases")
+        if candidates is None:
+            candidates = piece.memo["member_aliases"] = _alias_candidates(piece)
+        for stmt, name, value, src in candidates:
+            if src is None:             # ``t = importlib.import_module("tensorflow")``
+                env.module_aliases[name] = stmt
+                env.aliases[name] = "tensorflow"
+                env.tf_names.add(name)
+                continue
+            q = env.qualname(value)
+            if not q or not q.startswith("tensorflow") or src == name:
+                continue
+            if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
+                root, _, rest = src.partition(".")
+                full = env.aliases[root] + ("." + rest if rest else "")
+                env.module_aliases[name] = stmt
+                env.tf_names.add(name)
+                env.aliases[name] = full
+                env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
+            elif "." in src:
+                env.member_aliases[name] = stmt
+                env.aliases[name] = q
+    env._callee_q.clear()      # the aliases are final from here on
+    env._alias_gen = alias_generation(env.aliases)
+
+
+def _alias_candidates(index: Index) -> list:
+    """(stmt, name, value, dotted value or None for a module import call) of the
+    ``name = a.b`` / ``name = import_module(...)`` assignments: the statement alone decides."""
+    out = []
+    for stmt, _owner in index.assignments:
         parts = N.assign_parts(stmt)
         if parts is None:
             continue
         targets, value = parts
         if len(targets) != 1 or targets[0].type != "name":
             continue
-        name = targets[0].value
         src = N.dotted(value)
-        if src is None:
-            if _is_module_import_call(value):
-                env.module_aliases[name] = stmt
-                env.aliases[name] = "tensorflow"
-                env.tf_names.add(name)
-            continue
-        q = env.qualname(value)
-        if not q or not q.startswith("tensorflow") or src == name:
-            continue
-        if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
-            root, _, rest = src.partition(".")
-            full = env.aliases[root] + ("." + rest if rest else "")
-            env.module_aliases[name] = stmt
-            env.tf_names.add(name)
-            env.aliases[name] = full
-            env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
-        elif "." in src:
-            env.member_aliases[name] = stmt
-            env.aliases[name] = q
-    env._callee_q.clear()      # the aliases are final from here on
-    env._alias_gen = alias_generation(env.aliases)
+        if src is not None or _is_module_import_call(value):
+            out.append((stmt, targets[0].value, value, src))
+    return out
 
 
 # Roles reachable through a module-like member alias (``keras = tf.keras``).
@@ -939,20 +962,15 @@ def _collect_classes(env: Env) -> None:
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt, owner) -> None:
-    parts = N.assign_parts(stmt)
-    if parts is None:
+def _assignment(env: Env, stmt, owner, memo: dict) -> None:
+    shape = memo.get(id(stmt))
+    if shape is None:
+        shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+    if shape is _NOT_BOUND:
         return
-    targets, value = parts
-    call = env.as_call(value)
+    value, call, targets = shape
     for target in targets:
-        name = N.dotted(target)
-        if name is None:
-            continue
-        scope = _binding_scope(env, name, stmt, owner)
-        if scope is None:
-            continue
-        stop = scope if scope.type != "classdef" else N.enclosing(stmt, {"funcdef"}) or scope
+        name, scope, stop, plain = target
         role = None
         if call is not None:
             role = env.role_of_call(call, stmt) or _returned_role(env, call)
@@ -964,7 +982,33 @@ def _assignment(env: Env, stmt, owner) -> None:
             env.add_binding(b)
             continue
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
-        env.add_binding(Binding(name, "other", stmt, value, scope))
+        env.add_binding(plain)
+
+
+_NOT_BOUND = object()
+
+
+def _assignment_shape(env: Env, stmt, owner):
+    """What the statement alone decides (kept in its piece's memo while it is unchanged):
+    the value, its call, and per bound target (name, scope, where its conditions stop,
+    its plain binding). `_binding_scope` reads the ``global`` statements of the enclosing
+    function, which are in the same top-level statement."""
+    parts = N.assign_parts(stmt)
+    if parts is None:
+        return _NOT_BOUND
+    targets, value = parts
+    call = env.as_call(value)
+    out = []
+    for target in targets:
+        name = N.dotted(target)
+        if name is None:
+            continue
+        scope = _binding_scope(env, name, stmt, owner)
+        if scope is None:
+            continue
+        stop = scope if scope.type != "classdef" else N.enclosing(stmt, {"funcdef"}) or scope
+        out.append((name, scope, stop, Binding(name, "other", stmt, value, scope)))
+    return value, call, out
 
 
 TERNARY = ("test", "ternary")     # parso calls ``a if c else b`` a "test"

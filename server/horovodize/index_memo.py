@@ -98,6 +98,7 @@ class IndexMemo:
             self._count = {}
         else:
             idx = self._merge_changes(order, added, removed)
+        idx.pieces = order
         self._pieces, self._merged = pieces, idx
         return idx
 
