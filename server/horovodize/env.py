@@ -280,6 +280,23 @@ class Env:
     index: Index = field(default_factory=Index)
     global_names: dict[int, set] = field(default_factory=dict)   # id(funcdef) -> names declared global
 
+    def calls_by_qualname(self) -> dict:
+        """callee qualname -> its calls in source order (the aliases are final): a pass
+        looking for a few library functions asks here before it walks every call."""
+        table = self.__dict__.get("_calls_by_q")
+        if table is None:
+            table = {}
+            for call, _owner in self.index.calls:
+                q = self.callee_qualname(call)
+                if q is not None:
+                    found = table.get(q)
+                    if found is None:
+                        table[q] = [call]
+                    else:
+                        found.append(call)
+            self.__dict__["_calls_by_q"] = table
+        return table
+
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
         self._bound: set[str] = set()          # every name that has a binding in some scope
@@ -515,6 +532,14 @@ class Env:
 
     def call_target(self, call: N.Call):
         """The local function or method `call` runs, when σ can tell (else None)."""
+        callee = call.callee_dotted()
+        if callee is not None:
+            # Most calls (``tf.image.resize(...)``, ``print(...)``) name no local function,
+            # class, instance or ``self``: answered before the general resolution.
+            obj = callee.rpartition(".")[0] or callee
+            if obj != "self" and obj not in self._bound and obj not in self.all_classes \
+                    and (obj is not callee or obj not in self.functions):
+                return None
         key = (id(call.node), call.index)
         if key in self._targets:
             return self._targets[key]

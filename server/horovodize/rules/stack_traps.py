@@ -64,7 +64,9 @@ def strategy_uses(env) -> list[tuple[object, str]]:
     """(node, name) of each ``tf.distribute`` strategy made (or, when none is made here,
     used through a strategy method) in the file."""
     made = []
-    for call, _owner in env.index.calls:
+    qualnames = env.calls_by_qualname()
+    wanted = any(q.startswith(("tensorflow.distribute.", "tensorflow.keras.distribution.")) for q in qualnames)
+    for call, _owner in (env.index.calls if wanted else ()):
         q = env.callee_qualname(call) or ""
         last = q.rsplit(".", 1)[-1]
         if q.startswith("tensorflow.distribute.") and last.endswith("Strategy"):
