@@ -126,6 +126,13 @@ class Binding:
     tf1: bool = False
     loop: object = None          # the for/while (inside its scope) it is created in (R5)
 
+    def value_dotted(self) -> str | None:
+        """``N.dotted(value)``, once (a plain binding lives as long as its statement)."""
+        d = self.__dict__
+        if "_dotted" not in d:
+            d["_dotted"] = N.dotted(self.value)
+        return d["_dotted"]
+
 
 @dataclass(eq=False)
 class Problem:
@@ -280,22 +287,25 @@ class Env:
     index: Index = field(default_factory=Index)
     global_names: dict[int, set] = field(default_factory=dict)   # id(funcdef) -> names declared global
 
-    def calls_by_qualname(self) -> dict:
-        """callee qualname -> its calls in source order (the aliases are final): a pass
-        looking for a few library functions asks here before it walks every call."""
+    def calls_where(self, wanted) -> list:
+        """The calls whose callee qualname `q` satisfies ``wanted(q)``, in source order (the
+        aliases are final). `wanted` is asked once per distinct qualname: a pass looking for
+        a few library functions does not walk every call of the file."""
         table = self.__dict__.get("_calls_by_q")
         if table is None:
             table = {}
-            for call, _owner in self.index.calls:
+            for i, (call, _owner) in enumerate(self.index.calls):
                 q = self.callee_qualname(call)
                 if q is not None:
                     found = table.get(q)
                     if found is None:
-                        table[q] = [call]
+                        table[q] = [(i, call)]
                     else:
-                        found.append(call)
+                        found.append((i, call))
             self.__dict__["_calls_by_q"] = table
-        return table
+        hits = [pair for q, pairs in table.items() if wanted(q) for pair in pairs]
+        hits.sort(key=_first)
+        return [call for _i, call in hits]
 
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
@@ -867,6 +877,10 @@ def _from_names(node):
 _GENERATIONS: dict[tuple, object] = {}
 
 
+def _first(pair):
+    return pair[0]
+
+
 def alias_generation(aliases: dict) -> object:
     """One object per distinct alias table (compared by identity: cheap on every call)."""
     key = tuple(sorted(aliases.items()))
@@ -1161,11 +1175,19 @@ def _loop_ancestor(node, stop):
 def _restriction_facts(env: Env) -> None:
     """Facts for R2, R3, R5, R6, R7, R9, R10 (reported and explained by restrictions.py)."""
     _r2_r3(env)
+    created = ("optimizer", "dataset", "checkpoint")     # (only their groups have facts)
     groups: dict[tuple, list[Binding]] = {}
     for b in env.bindings:
-        groups.setdefault((b.name, id(b.scope)), []).append(b)
-    for group in groups.values():
-        _creation_facts(env, group)
+        if b.role in created:
+            key = (b.name, id(b.scope))
+            if key not in groups:
+                groups[key] = env.bindings_of(b.name, b.scope)
+    # in the order of each group's first binding, as a walk over all bindings meets them
+    first = {id(group[0]): group for group in groups.values()}
+    for b in env.bindings:
+        group = first.pop(id(b), None) if first else None
+        if group is not None:
+            _creation_facts(env, group)
     _aliases(env)
     _inline_creations(env)
     _r9(env)
@@ -1310,7 +1332,7 @@ def _aliases(env: Env) -> None:
     for b in env.bindings:
         if b.role != "other" or b.value is None:
             continue
-        src = N.dotted(b.value)
+        src = b.value_dotted()
         if src is None or src == b.name:
             continue
         target = env.lookup(src, b.stmt, params=False)
@@ -1330,10 +1352,9 @@ INLINE_USES = {"optimizer": ("apply_gradients", "minimize"), "dataset": ("take",
 def _inline_creations(env: Env) -> None:
     """A dataset/optimizer/checkpoint created without an assignment (R5/R10) where a rule
     would have acted on it: ``tf.train.Checkpoint(m=m).save(p)``, ``train(tf.keras.optimizers.Adam())``."""
-    for call, owner in env.index.calls:
-        q = env.callee_qualname(call)
-        role = member_role(q)
-        if role is None or role[0] not in INLINE_USES or env.binding_for_value(call.node) is not None:
+    for call in env.calls_where(_inline_role):
+        role = member_role(env.callee_qualname(call))
+        if env.binding_for_value(call.node) is not None:
             continue
         if not call.is_whole():
             nxt = call.node.children[call.index + 1] if call.index + 1 < len(call.node.children) else None
@@ -1350,6 +1371,11 @@ def _inline_creations(env: Env) -> None:
         node = _Span(start.start_pos, call.trailer.end_pos)
         env.problems.append(Problem(code, node, f"`{call.callee_dotted()}(...)` creates {_a(role[0])} without an "
                                     f"assignment ({reason})", ROLE_RULES[role[0]], sites=[call.node]))
+
+
+def _inline_role(q: str) -> bool:
+    role = member_role(q)
+    return role is not None and role[0] in INLINE_USES
 
 
 def _a(word: str) -> str:

@@ -64,10 +64,8 @@ def strategy_uses(env) -> list[tuple[object, str]]:
     """(node, name) of each ``tf.distribute`` strategy made (or, when none is made here,
     used through a strategy method) in the file."""
     made = []
-    qualnames = env.calls_by_qualname()
-    wanted = any(q.startswith(("tensorflow.distribute.", "tensorflow.keras.distribution.")) for q in qualnames)
-    for call, _owner in (env.index.calls if wanted else ()):
-        q = env.callee_qualname(call) or ""
+    for call in env.calls_where(lambda q: q.startswith(("tensorflow.distribute.", "tensorflow.keras.distribution."))):
+        q = env.callee_qualname(call)
         last = q.rsplit(".", 1)[-1]
         if q.startswith("tensorflow.distribute.") and last.endswith("Strategy"):
             made.append((_Span(call.node.children[0].start_pos, call.trailer.end_pos), q.replace("tensorflow.", "tf.", 1)))
