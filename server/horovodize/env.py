@@ -287,6 +287,15 @@ class Env:
     index: Index = field(default_factory=Index)
     global_names: dict[int, set] = field(default_factory=dict)   # id(funcdef) -> names declared global
 
+    def calls_with_method(self, *names: str) -> list:
+        """The calls ``<receiver>.<name>(...)`` for any of `names`, in source order (from
+        the index's `by_method`, not a walk over every call)."""
+        by_method = self.index.by_method
+        found = [c for name in names for c in by_method.get(name, ()) if c.method == name]
+        if len(names) > 1:
+            found.sort(key=call_position)
+        return found
+
     def calls_where(self, wanted) -> list:
         """The calls whose callee qualname `q` satisfies ``wanted(q)``, in source order (the
         aliases are final). `wanted` is asked once per distinct qualname: a pass looking for
@@ -879,6 +888,12 @@ _GENERATIONS: dict[tuple, object] = {}
 
 def _first(pair):
     return pair[0]
+
+
+def call_position(call: N.Call) -> tuple:
+    """Source order of calls (the index's preorder: a call node starts before the calls
+    inside it, and trailers of one node are in order)."""
+    return call.node.start_pos, call.index
 
 
 def alias_generation(aliases: dict) -> object:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from . import nodes as N
 from . import session as graph_mode
 from .gradflow import is_training_tape
-from .env import Env, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
+from .env import Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 SESSION = "Session"            # TF1 graph mode: a train op run in a Session
@@ -451,7 +451,10 @@ def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
                 seen.add(id(b))
                 site.related.append((b.stmt, f"optimizer `{b.name}` is created here"))
         sites.append(site)
-    for call, _owner in env.index.calls:
+    candidates = env.calls_with_method("fit", "train")
+    candidates += env.calls_where(lambda q: q == "tensorflow.estimator.train_and_evaluate")
+    candidates.sort(key=call_position)
+    for call in candidates:
         if call.method == "fit" and s.is_model(call):
             sites.append(_fit_site(env, s, call, keras_steps))
         elif (call.method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator")) or \

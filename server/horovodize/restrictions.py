@@ -114,9 +114,7 @@ def _expand_sites(env: Env, problems: list[Problem]) -> None:
     wanted = [p for p in problems if any(not hasattr(s, "type") and hasattr(s, "role") for s in p.sites)]
     if not wanted:
         return
-    for call, _owner in env.index.calls:
-        if call.method not in USE_METHODS:
-            continue
+    for call in env.calls_with_method(*USE_METHODS):
         receiver = call.receiver_dotted()
         if receiver is None:
             continue
@@ -199,7 +197,7 @@ def _r4_prints(env: Env, summary: Summary) -> list[Problem]:
     if "print" in env.functions:
         return out
     impure = _Impurity(env, summary)
-    for call, _owner in env.index.calls:
+    for call in env.index.by_method.get("print", ()):
         if call.callee_dotted() != "print":
             continue
         for arg in call.args:
@@ -270,9 +268,7 @@ def _side_effect(env: Env, impure: _Impurity, node):
 # -- R8 -----------------------------------------------------------------------------------
 def _r8_apply_gradients(env: Env, summary: Summary) -> list[Problem]:
     out = []
-    for call, _owner in env.index.calls:
-        if call.method != "apply_gradients":
-            continue
+    for call in env.calls_with_method("apply_gradients"):
         receiver = call.receiver_dotted()
         if env.lookup(receiver, call.node, "optimizer") is None:
             continue
@@ -348,7 +344,7 @@ def _t1_other_files(env: Env, summary: Summary) -> list[Problem]:
 def _trained_locally(env: Env, summary: Summary) -> set:
     """ids of the optimizer/model bindings a loop of this file uses."""
     out = set()
-    for call, _owner in env.index.calls:
+    for call in env.calls_with_method("apply_gradients", "minimize", "compile"):
         if call.method in ("apply_gradients", "minimize"):
             b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
         elif call.method == "compile":
@@ -388,11 +384,11 @@ def _project_imports(node) -> list[tuple[str, str]]:
 # -- T2 -----------------------------------------------------------------------------------
 def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
     out = []
-    for call, _owner in env.index.calls:
+    for call in env.calls_with_method("minimize"):
         q = env.callee_qualname(call) or ""
         if q.startswith("tensorflow.distribute.") and q.endswith("Strategy"):
             continue       # HVD092 (rules/stack_traps.py) names the strategy and blocks everything
-        elif call.method == "minimize" and ESTIMATOR not in summary.kinds and SESSION not in summary.kinds:
+        elif ESTIMATOR not in summary.kinds and SESSION not in summary.kinds:
             b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
             if b is None:
                 continue
