@@ -43,6 +43,10 @@ TF1_OPTIMIZERS = {
 COMPILE_STRINGS = {"adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad",
                    "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam", "ftrl": "Ftrl"}
 
+# Calls that may start a training loop by themselves (loop.py's direct kinds).
+LOOP_METHODS = frozenset({"run", "fit", "train"})
+LOOP_QUALNAMES = frozenset({"tensorflow.GradientTape", "tensorflow.estimator.train_and_evaluate"})
+
 ROLES = ("optimizer", "dataset", "checkpoint", "model", "estimator", "lr_schedule")
 SETUP = ("HVD001", "HVD002")
 # The rules that act on an object of each role (what a restriction on it blocks).
@@ -549,16 +553,48 @@ class Env:
                 return here[-1]
         return fns[-1]
 
+    def may_call_local(self, call: N.Call) -> bool:
+        """False when `call` names no local function, class, bound name or ``self`` (most
+        calls of a training file: ``tf.image.resize(...)``, ``print(...)``), so
+        `call_target` is None without the general resolution."""
+        callee = call.callee_dotted()
+        if callee is None:
+            return True
+        obj = callee.rpartition(".")[0] or callee
+        return obj == "self" or obj in self._bound or obj in self.all_classes \
+            or (obj is callee and obj in self.functions)
+
+    def names_generation(self) -> object:
+        """One object per (aliases, bound names, classes, functions) of a finished
+        environment: what `may_call_local` and callee qualnames read. A piece's memo keeps
+        facts derived from them under it (`local_calls`)."""
+        gen = self.__dict__.get("_names_gen")
+        if gen is None:
+            key = (self._alias_gen, frozenset(self._bound), frozenset(self.all_classes), frozenset(self.functions))
+            gen = self.__dict__["_names_gen"] = _intern(key)
+        return gen
+
+    def local_calls(self, piece) -> dict:
+        """id(owner) -> the calls of one index piece that may start a loop themselves
+        (``fit``, ``train``, ``run``, GradientTape, train_and_evaluate) or run a local
+        function (`may_call_local`); the other calls add nothing to a loop summary."""
+        gen = self.names_generation()
+        cached = piece.memo.get("local_calls")
+        if cached is not None and cached[0] is gen:
+            return cached[1]
+        table: dict[int, list] = {}
+        for key, calls in piece.owned_calls.items():
+            found = [c for c in calls if c.method in LOOP_METHODS or self.may_call_local(c)
+                     or self.callee_qualname(c) in LOOP_QUALNAMES]
+            if found:
+                table[key] = found
+        piece.memo["local_calls"] = (gen, table)
+        return table
+
     def call_target(self, call: N.Call):
         """The local function or method `call` runs, when σ can tell (else None)."""
-        callee = call.callee_dotted()
-        if callee is not None:
-            # Most calls (``tf.image.resize(...)``, ``print(...)``) name no local function,
-            # class, instance or ``self``: answered before the general resolution.
-            obj = callee.rpartition(".")[0] or callee
-            if obj != "self" and obj not in self._bound and obj not in self.all_classes \
-                    and (obj is not callee or obj not in self.functions):
-                return None
+        if not self.may_call_local(call):
+            return None
         key = (id(call.node), call.index)
         if key in self._targets:
             return self._targets[key]
@@ -629,10 +665,13 @@ class Env:
             self._building_callers = True
             graph: dict[int, list] = {}
             try:
-                for call, _owner in self.index.calls:
-                    t = self.call_target(call)
-                    if t is not None:
-                        graph.setdefault(id(t), []).append(call)
+                for piece in self.index.parts():
+                    for call, _owner in piece.calls:
+                        if not self.may_call_local(call):
+                            continue
+                        t = self.call_target(call)
+                        if t is not None:
+                            graph.setdefault(id(t), []).append(call)
             finally:
                 self._building_callers = False
             self._callers = graph
@@ -898,7 +937,10 @@ def call_position(call: N.Call) -> tuple:
 
 def alias_generation(aliases: dict) -> object:
     """One object per distinct alias table (compared by identity: cheap on every call)."""
-    key = tuple(sorted(aliases.items()))
+    return _intern(tuple(sorted(aliases.items())))
+
+
+def _intern(key: tuple) -> object:
     gen = _GENERATIONS.get(key)
     if gen is None:
         if len(_GENERATIONS) > 256:

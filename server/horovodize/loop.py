@@ -169,13 +169,14 @@ class _Summarizer:
         direct: dict[int, frozenset] = {}
         callees: dict[int, list] = {}
         callers: dict[int, list] = {}
-        for fn in env.index.funcdefs:
+        functions = [(fn, env.local_calls(piece)) for piece in env.index.parts() for fn in piece.funcdefs]
+        for fn, local in functions:
             key = id(fn)
             if self.keras_step(fn):
                 direct[key], callees[key] = frozenset({FIT}), []
                 continue
             kinds, targets = set(), []
-            for call in env.index.owned_calls.get(key, ()):
+            for call in local.get(key, ()):      # (the other calls have no kind and no local target)
                 k = self.direct_kind(call)
                 if k:
                     kinds.add(k)
