@@ -578,18 +578,26 @@ class Env:
         """id(owner) -> the calls of one index piece that may start a loop themselves
         (``fit``, ``train``, ``run``, GradientTape, train_and_evaluate) or run a local
         function (`may_call_local`); the other calls add nothing to a loop summary."""
-        gen = self.names_generation()
+        return self._local_calls(piece)[1]
+
+    def _local_calls(self, piece) -> tuple:
+        """(generation, the table of `local_calls`, the piece's `may_call_local` calls in
+        source order), kept in the piece's memo."""
+        gen = self.names_generation() if self.ready else object()   # (names still growing: not kept)
         cached = piece.memo.get("local_calls")
         if cached is not None and cached[0] is gen:
-            return cached[1]
+            return cached
         table: dict[int, list] = {}
         for key, calls in piece.owned_calls.items():
             found = [c for c in calls if c.method in LOOP_METHODS or self.may_call_local(c)
                      or self.callee_qualname(c) in LOOP_QUALNAMES]
             if found:
                 table[key] = found
-        piece.memo["local_calls"] = (gen, table)
-        return table
+        ordered = [c for c, _owner in piece.calls if self.may_call_local(c)]
+        cached = (gen, table, ordered)
+        if self.ready:
+            piece.memo["local_calls"] = cached
+        return cached
 
     def call_target(self, call: N.Call):
         """The local function or method `call` runs, when σ can tell (else None)."""
@@ -666,9 +674,7 @@ class Env:
             graph: dict[int, list] = {}
             try:
                 for piece in self.index.parts():
-                    for call, _owner in piece.calls:
-                        if not self.may_call_local(call):
-                            continue
+                    for call in self._local_calls(piece)[2]:     # (the others have no target)
                         t = self.call_target(call)
                         if t is not None:
                             graph.setdefault(id(t), []).append(call)

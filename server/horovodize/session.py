@@ -66,10 +66,8 @@ def session_kind(env: Env, call: N.Call) -> str | None:
 def analyze(env: Env) -> Graph:
     g = Graph()
     idx = env.index
-    for call, _owner in idx.calls:
-        kind = session_kind(env, call)
-        if kind is not None:
-            g.sessions.append(_session(call, kind))
+    for call in env.calls_where(SESSION_CLASSES.__contains__):
+        g.sessions.append(_session(call, session_kind(env, call)))
     if not env.horovod():
         g.problems += premade_problems(env)
     for name in TRAIN_METHODS:
