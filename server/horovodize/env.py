@@ -757,11 +757,16 @@ def build_env(source: Source, memo=None) -> Env:
                 c.value for c in stmt.children[1:] if c.type == "name")
     _member_aliases(env)
     _collect_classes(env)
-    for piece in env.index.parts():
+    pieces = env.index.parts()
+    bound: set = set()                  # every name an assignment will bind (= the final `_bound`)
+    for piece in pieces:
+        bound |= _bound_names(env, piece)
+    roles = _StaticRoles(env, bound)
+    for piece in pieces:
         memo = piece.memo
         for stmt, owner in _in_order(piece):
             if stmt.type == "expr_stmt":
-                _assignment(env, stmt, owner, memo)
+                _assignment(env, stmt, owner, memo, roles)
             else:
                 _with_item(env, stmt)
     env.ready = True
@@ -1064,17 +1069,20 @@ def _collect_classes(env: Env) -> None:
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt, owner, memo: dict) -> None:
+def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> None:
     shape = memo.get(id(stmt))
     if shape is None:
         shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
     if shape is _NOT_BOUND:
         return
     value, call, targets = shape
+    static = roles.of(call, stmt, memo) if call is not None and targets else _DYNAMIC
     for target in targets:
         name, scope, stop, plain = target
         role = None
-        if call is not None:
+        if static is not _DYNAMIC:
+            role = static
+        elif call is not None:
             role = env.role_of_call(call, stmt) or _returned_role(env, call)
         elif value.type in TERNARY:
             role = _ternary_role(env, value, stmt)
@@ -1085,6 +1093,60 @@ def _assignment(env: Env, stmt, owner, memo: dict) -> None:
             continue
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
         env.add_binding(plain)
+
+
+_DYNAMIC = object()
+
+
+class _StaticRoles:
+    """The role of ``name = <call>`` when no binding can change it: the callee names no
+    local function, class, ``self`` or bound name, and no method chain starts at a bound
+    name (``ds.batch(32)``). Then the role is the callee qualname's (or a dataset chain's,
+    or a Keras subclass's), the same before and after any binding is added, and kept in
+    the statement's piece under the generation of what it reads (aliases, bound names,
+    classes, functions). Other calls go through `role_of_call` and `_returned_role`."""
+
+    def __init__(self, env: Env, bound: set):
+        self.env, self.bound = env, bound
+        self.gen = _intern(("roles", env._alias_gen, frozenset(bound), frozenset(env.all_classes),
+                            frozenset(env.classes), frozenset(env.functions)))
+
+    def of(self, call: N.Call, stmt, memo: dict):
+        cached = memo.get(("role", id(stmt)))
+        if cached is not None and cached[0] is self.gen:
+            return cached[1]
+        role = self.env.role_of_call(call, stmt) if self._static(call) else _DYNAMIC
+        memo[("role", id(stmt))] = (self.gen, role)
+        return role
+
+    def _static(self, call: N.Call) -> bool:
+        env, bound = self.env, self.bound
+        root = call.node.children[0]
+        callee = call.callee_dotted()
+        if callee is None:
+            if root.type == "name" and root.value in env.all_classes:
+                return False                     # ``Trainer().train()``
+        else:
+            obj = callee.rpartition(".")[0] or callee
+            if obj == "self" or obj in bound or obj in env.all_classes or (obj is callee and obj in env.functions):
+                return False
+        return not (root.type == "name" and call.method and root.value in bound)
+
+
+def _bound_names(env: Env, piece: Index) -> set:
+    """The names the piece's assignments bind (their shapes made on the way), kept in its memo."""
+    names = piece.memo.get("bound_names")
+    if names is None:
+        names = set()
+        memo = piece.memo
+        for stmt, owner in piece.assignments:
+            shape = memo.get(id(stmt))
+            if shape is None:
+                shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+            if shape is not _NOT_BOUND:
+                names.update(target[0] for target in shape[2])
+        piece.memo["bound_names"] = names
+    return names
 
 
 _NOT_BOUND = object()
