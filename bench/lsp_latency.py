@@ -40,6 +40,7 @@ from parso.utils import split_lines
 from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
+from horovodize.diff_parse import LineDiffParser
 from horovodize.engine import analyze
 from horovodize.source import GRAMMAR
 from programs import program
@@ -191,7 +192,7 @@ def reference(text: str) -> dict[str, float]:
         new_lines = list(lines)
         new_lines[line] = new_lines[line][:col] + "x" + new_lines[line][col:]
         t = time.perf_counter()
-        module = GRAMMAR._diff_parser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, module).update(lines, new_lines)
+        module = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, module).update(lines, new_lines)
         diffs.append(time.perf_counter() - t)
         lines = new_lines
     new_text = "".join(lines)

@@ -45,6 +45,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
 from ..engine import Analysis, Cancelled, analyze
+from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
 from ..source import GRAMMAR, Source
 from . import convert
@@ -99,7 +100,8 @@ def over_limit(buffer: Text, options: Options) -> str | None:
 class IncrementalParser:
     """parso's diff parser over the successive versions of one buffer.
 
-    `DiffParser.update` re-parses only the changed lines and mutates the previous tree in
+    `DiffParser.update` re-parses only the changed lines (found by `diff_parse`'s common
+    prefix and suffix rather than difflib) and mutates the previous tree in
     place; the analyses of earlier versions only keep offsets, so they stay valid. Any
     failure falls back to a full parse.
     """
@@ -116,7 +118,7 @@ class IncrementalParser:
             if lines == self.lines:
                 return self.module
             try:
-                diff = GRAMMAR._diff_parser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
+                diff = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
                 module = diff.update(old_lines=self.lines, new_lines=lines)
             except Exception:
                 log.exception("incremental parse failed; parsing the whole buffer")
