@@ -122,7 +122,8 @@ def _check(stop) -> None:
         raise Cancelled
 
 
-def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None) -> Analysis:
+def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None,
+            line_starts: list[int] | None = None) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
@@ -131,9 +132,10 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     statements that tree kept from the previous version; the result is the same.
     `stop` (language server: "has a newer edit arrived?") is asked between the passes;
     when it answers true the analysis raises `Cancelled` instead of finishing.
+    `line_starts`: the offsets at which the lines of `text` start, when the caller has them.
     """
     try:
-        source = Source(text, module)
+        source = Source(text, module, line_starts)
     except Exception:  # parso itself failed: nothing to report
         log.exception("parse failed")
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])

@@ -85,11 +85,13 @@ class SyntaxIssue:
 class Source:
     """One buffer: text, line table, parso module, newline and indentation style."""
 
-    def __init__(self, text: str, module: pt.Module | None = None):
+    def __init__(self, text: str, module: pt.Module | None = None, line_starts: list[int] | None = None):
         self.text = text
         self.module = module if module is not None else GRAMMAR.parse(text)
-        # Offsets of the first character of each line; parso counts \r\n, \r and \n.
-        self._line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        # Offsets of the first character of each line; parso counts \r\n, \r and \n (so
+        # does LSP: the language server passes its buffer's table, kept across edits).
+        self._line_starts = line_starts if line_starts is not None else \
+            [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
 
     # -- positions -----------------------------------------------------------------
     def offset(self, pos: tuple[int, int]) -> int:

@@ -296,7 +296,7 @@ class HorovodizeServer(LanguageServer):
             module = parser.parse(text.text)
             try:       # a newer edit stops this analysis between two passes
                 analysis = analyze(text.text, module=module, memo=parser.memo,
-                                   stop=lambda: self._stale(uri, text))
+                                   stop=lambda: self._stale(uri, text), line_starts=text.line_starts)
             except Cancelled:
                 log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
                 return None

@@ -100,4 +100,19 @@ class Text:
         if rng is None:
             return Text(change.text)
         start, end = self.offsets(rng, encoding)
-        return Text(self.text[:start] + change.text + self.text[end:])
+        new = Text(self.text[:start] + change.text + self.text[end:])
+        new._starts = self._spliced_starts(new.text, start, end, len(change.text))
+        return new
+
+    def _spliced_starts(self, text: str, start: int, end: int, inserted: int) -> list[int]:
+        """The line table of `text` (this text with [start, end) replaced by `inserted`
+        characters): this table's lines before and after the edit (shifted), and the
+        line breaks found again from the line before the edit to the line after it (a
+        ``\r\n`` split or joined at either end included)."""
+        starts = self.line_starts             # (computed once by `offsets` above)
+        delta = inserted - (end - start)
+        a = bisect.bisect_right(starts, max(0, start - 1)) - 1
+        b = bisect.bisect_right(starts, end + 1)
+        window_end = (starts[b] + delta) if b < len(starts) else len(text)
+        middle = [m.end() for m in _LINE_BREAK.finditer(text, starts[a], window_end)]
+        return starts[:a + 1] + middle + [s + delta for s in starts[b + 1:]]
