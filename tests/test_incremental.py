@@ -174,3 +174,90 @@ def test_typing_a_line_character_by_character(index):
         reused |= buffer.parser.memo.walked < len(buffer.parser.module.children) - 2
     buffer.close()
     assert reused, "the memo never reused a statement: the incremental path is not exercised"
+
+
+RESOLVED = '''import tensorflow as tf
+
+
+def main():
+    model = build()
+    opt = tf.keras.optimizers.SGD(0.01)
+    trainer = Trainer(model, opt)
+    for x, y in tf.data.Dataset.range(4).map(lambda v: (v, v)).batch(2):
+        loss = trainer.step(x, y)
+        print("loss", float(loss))
+    for epoch in range(2):
+        step_fn(1.0, 2.0)
+
+
+def build():
+    return tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+
+class Trainer:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+
+    def step(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((self.model(x) - y) ** 2)
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((head(x) - y) ** 2)
+    grads = tape.gradient(loss, head.trainable_variables)
+    optimizer.apply_gradients(zip(grads, head.trainable_variables))
+    return loss
+
+
+head = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.Adam(0.001)
+step_fn = tf.function(train_step)
+
+
+def unrelated():
+    return 1
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+LATER = "\n\ndef unrelated"
+# Each edit is in a statement other than main(), whose calls keep what they resolved to
+# (`Env._kept_target`) only while no changed statement defines a name they depend on.
+ELSEWHERE = [
+    ("    def step(self, x, y):", "    def step2(self, x, y):"),          # the method trainer.step runs is gone
+    ("    def step2(self, x, y):", "    def step(self, x, y):"),          # and back
+    (LATER, "\n\nclass Trainer:\n    def step(self, x, y):\n        return x\n" + LATER),   # a second class of that name
+    ("class Trainer:\n    def step(self, x, y):\n        return x\n", ""),
+    (LATER, "\n\ndef train_step(x, y):\n    return x\n" + LATER),     # step_fn runs the last train_step
+    ("\n\ndef train_step(x, y):\n    return x\n", ""),
+    ("step_fn = tf.function(train_step)", "step_fn = tf.function(build)"),
+    ("step_fn = tf.function(build)", "step_fn = tf.function(train_step)"),
+    (LATER, "\n\ndef build():\n    return None\n" + LATER),           # the last `build` wins
+    ("\n\ndef build():\n    return None\n", ""),
+    ("class Trainer:", "class Trainer(tf.keras.Model):"),             # a Keras subclass now
+    ("def build():", "def build_model():"),                            # main's build() resolves to nothing
+    ("def build_model():", "def build():"),
+    (LATER, "\n\ntrainer = Trainer(build(), tf.keras.optimizers.Adam())\n" + LATER),
+]
+
+
+def test_edits_elsewhere_change_what_calls_resolve_to():
+    text = RESOLVED
+    buffer = Buffer()
+    try:
+        buffer.analyse(text)
+        for old, new in ELSEWHERE:
+            assert old in text
+            main = buffer.parser.module.children[1]
+            text = text.replace(old, new, 1)
+            buffer.analyse(text)
+            assert buffer.parser.module.children[1] is main, "main() was parsed again: its calls are not kept"
+    finally:
+        buffer.close()

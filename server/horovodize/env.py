@@ -185,6 +185,13 @@ class Index:
     # `memo` (facts the passes derive from the statement alone, keyed by id(node)).
     pieces: list = field(default_factory=list)
     memo: dict = field(default_factory=dict)
+    version: int | None = None       # the memo's count of indexed versions (None: not from a memo)
+    history: object = None           # the IndexMemo (`touched_since`)
+
+    def touched_since(self, version: int):
+        """The names defined by the statements that changed after `version` (a set),
+        or None when that is not known (too long ago, or a wholesale change)."""
+        return self.history.touched_since(version) if self.history is not None else None
 
     def parts(self) -> list:
         """The pieces in source order (the index itself when it was not built by pieces)."""
@@ -331,6 +338,7 @@ class Env:
         self._param_memo: dict[tuple, Binding | None] = {}
         self._param_active: set[tuple] = set()
         self._params: dict[int, list] = {}
+        self._deps: list | None = None                  # names `_kept_target` depends on, while it runs
         self._callee_q: dict[tuple, str | None] = {}   # (id(call node), index) -> callee qualname
         self._alias_gen: object | None = None           # set once the aliases are final
         self.ready = False
@@ -408,6 +416,8 @@ class Env:
         local bases; a parameter through the function's call sites)."""
         if not name or at is None:
             return None
+        if self._deps is not None:
+            self._deps.append(name)
         if name not in self._bound and (not params or name.startswith("self.")):
             return None      # no scope binds it (and no parameter can stand for it)
         if name.startswith("self."):
@@ -459,6 +469,8 @@ class Env:
         out, seen, todo = [], set(), [cls_name]
         while todo:
             name = todo.pop(0)
+            if self._deps is not None:
+                self._deps.append(name)
             if name in seen or name not in self.all_classes:
                 continue
             seen.add(name)
@@ -543,6 +555,8 @@ class Env:
     # -- calls -----------------------------------------------------------------------
     def function_named(self, name: str, at):
         """The (non-method) function a bare name calls at `at`: innermost scope, last def."""
+        if self._deps is not None:
+            self._deps.append(name)
         fns = [f for f in self.functions.get(name, []) if not self.is_method(f)]
         if not fns:
             return None
@@ -607,12 +621,55 @@ class Env:
         if key in self._targets:
             return self._targets[key]
         self._targets[key] = None          # cycle guard
-        target = self._call_target(call)
+        if self.ready and self.index.version is not None:
+            target = self._kept_target(call)
+        else:
+            target = self._call_target(call)
         self._targets[key] = target
         return target
 
+    def _kept_target(self, call: N.Call):
+        """`_call_target`, kept on the `Call` across versions of the buffer.
+
+        The answer reads the class structure (names, local bases, method names: the
+        generation below), and through `lookup` / `function_named` the bindings and
+        functions of the names it asks for (recorded as it runs). It is reused while the
+        generation is the same, no statement changed since it was computed defines one of
+        those names (`Index.touched_since`), and the function it names is still in the tree.
+        """
+        gen = self._class_generation()
+        kept = call.__dict__.get("_target")
+        if kept is not None and kept[1] is gen:
+            touched = self.index.touched_since(kept[0])
+            target = kept[2]
+            if touched is not None and touched.isdisjoint(kept[3]) and \
+                    (target is None or id(target) in self.index.def_owner):
+                return target
+        self._deps = deps = []
+        try:
+            target = self._call_target(call)
+        finally:
+            self._deps = None
+        call.__dict__["_target"] = (self.index.version, gen, target, frozenset(deps))
+        return target
+
+    def _class_generation(self) -> object:
+        """One object per (aliases, classes with their local bases, Keras-ness and method
+        names) of a finished environment."""
+        gen = self.__dict__.get("_class_gen")
+        if gen is None:
+            table = self._class_methods()
+            key = tuple((name, tuple(self.class_bases.get(name, ())), name in self.classes,
+                         tuple(sorted(table.get(id(cls), ()))))
+                        for name, cls in self.all_classes.items())
+            gen = self.__dict__["_class_gen"] = _intern(("classes", self._alias_gen, key))
+        return gen
+
     def _call_target(self, call: N.Call):
         callee = call.callee_dotted()
+        if self._deps is not None:       # (the class names it may check)
+            root = call.node.children[0]
+            self._deps += (callee, callee.rpartition(".")[0]) if callee else (getattr(root, "value", None),)
         if callee is None:
             parts = call.callee_parts
             # ``Trainer().train()``: a method on a fresh instance of a local class.
@@ -1131,6 +1188,32 @@ class _StaticRoles:
             if obj == "self" or obj in bound or obj in env.all_classes or (obj is callee and obj in env.functions):
                 return False
         return not (root.type == "name" and call.method and root.value in bound)
+
+
+def defined_names(index: Index) -> set:
+    """What a statement defines that code elsewhere can resolve: function and class names
+    (at any depth: `function_named` falls back to any of them), import names, and the
+    targets of module-level, class-level, ``self.x`` and ``global`` assignments (a local
+    of a function is seen only from inside that function, which is in the same statement).
+    An edit changes the bindings, functions and classes of exactly these names."""
+    names = {fn.name.value for fn in index.funcdefs} | {cls.name.value for cls in index.classdefs}
+    declared = {c.value for g in index.globals for c in g.children[1:] if c.type == "name"}
+    for stmt, owner in index.assignments:
+        parts = N.assign_parts(stmt)
+        if parts is None:
+            continue
+        outer = owner.type in ("file_input", "classdef")
+        for d in map(N.dotted, parts[0]):
+            if d is not None and (outer or d.startswith("self.") or d in declared):
+                names.add(d)
+    for node in index.imports:
+        names.update(local for local, _full in import_bindings(node))
+    for item, owner in index.with_items:
+        if len(item.children) >= 3:
+            d = N.dotted(item.children[2])
+            if d is not None and (owner.type in ("file_input", "classdef") or d.startswith("self.") or d in declared):
+                names.add(d)
+    return names
 
 
 def _bound_names(env: Env, piece: Index) -> set:

@@ -21,7 +21,7 @@ it next to the buffer's incremental parser.
 
 from __future__ import annotations
 
-from .env import Index, build_index
+from .env import Index, build_index, defined_names
 
 # statement-level nodes: the only ones whose children the diff parser replaces in a kept tree
 _COMPOUND = frozenset({
@@ -30,7 +30,9 @@ _COMPOUND = frozenset({
 })
 _LISTS = ("calls", "with_items", "assignments", "imports", "funcdefs", "classdefs", "globals")
 _DICTS = ("returns", "names", "owned_calls", "owned_withs", "by_method")
-_UNIQUE = ("def_owner", "whole_calls")      # dicts whose keys (node ids) belong to one piece
+_UNIQUE = ("def_owner", "whole_calls")
+HISTORY = 64                                # versions whose changed names are remembered
+_NOTHING: frozenset = frozenset()      # dicts whose keys (node ids) belong to one piece
 
 
 def _shape(node, out: list) -> list:
@@ -57,6 +59,8 @@ class IndexMemo:
         self._pieces: dict[int, tuple] = {}     # id(statement) -> (statement, shape, Index)
         self._merged: Index | None = None        # the index of the previous version
         self._count: dict[str, dict] = {}        # dict field -> key -> pieces that have it
+        self.version = 0                         # indexed versions so far
+        self._history: list[tuple] = []          # (version, names its changed statements define, or None)
         self.walked = 0                          # statements walked by the last `index` (for tests)
 
     def index(self, module) -> Index:
@@ -65,6 +69,8 @@ class IndexMemo:
             return self._index(module)
         except RecursionError:                  # pathological nesting: the plain walk decides
             self._pieces, self._merged, self._count = {}, None, {}
+            self.version += 1
+            self._history.append((self.version, None))
             return build_index(module)
 
     def _index(self, module) -> Index:
@@ -96,11 +102,34 @@ class IndexMemo:
         if bare or self._merged is None or len(added) + len(removed) > len(order) // 2:
             idx = _merge_all(order)
             self._count = {}
+            touched = None
         else:
             idx = self._merge_changes(order, added, removed)
-        idx.pieces = order
+            touched = set()
+            for piece in removed + added:
+                touched |= defined_names(piece)
+        self.version += 1
+        self._history.append((self.version, touched))
+        del self._history[:-HISTORY]
+        idx.pieces, idx.version, idx.history = order, self.version, self
         self._pieces, self._merged = pieces, idx
         return idx
+
+    def touched_since(self, version: int) -> set | None:
+        """The names defined by the statements that changed in the versions after
+        `version` (None: unknown, so nothing computed then can be trusted)."""
+        if version == self.version:
+            return _NOTHING
+        out: set = set()
+        found = False
+        for v, touched in self._history:
+            if v == version + 1:
+                found = True
+            if v > version:
+                if touched is None:
+                    return None
+                out |= touched
+        return out if found else None
 
     def _merge_changes(self, order: list[Index], added: list[Index], removed: list[Index]) -> Index:
         """The previous merged index with only the keys of the changed pieces redone.
