@@ -720,8 +720,10 @@ class Env:
         """The local class `b` holds an instance of (``trainer = Trainer(...)``)."""
         if b is None:
             return None
-        call = self.as_call(b.value)
-        callee = call.callee_dotted() if call is not None else None
+        callee = b.__dict__.get("_callee", _UNSET)      # (the value's callee: syntax, kept on b)
+        if callee is _UNSET:
+            call = self.as_call(b.value)
+            callee = b.__dict__["_callee"] = call.callee_dotted() if call is not None else None
         return callee if callee in self.all_classes else None
 
     def callers(self, fn) -> list:
@@ -991,6 +993,7 @@ def _from_names(node):
 
 
 _GENERATIONS: dict[tuple, object] = {}
+_UNSET = object()
 
 
 def _first(pair):

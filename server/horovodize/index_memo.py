@@ -32,7 +32,8 @@ _LISTS = ("calls", "with_items", "assignments", "imports", "funcdefs", "classdef
 _DICTS = ("returns", "names", "owned_calls", "owned_withs", "by_method")
 _UNIQUE = ("def_owner", "whole_calls")
 HISTORY = 64                                # versions whose changed names are remembered
-_NOTHING: frozenset = frozenset()      # dicts whose keys (node ids) belong to one piece
+_NOTHING: frozenset = frozenset()
+_UNSET = object()      # dicts whose keys (node ids) belong to one piece
 
 
 def _shape(node, out: list) -> list:
@@ -61,6 +62,7 @@ class IndexMemo:
         self._count: dict[str, dict] = {}        # dict field -> key -> pieces that have it
         self.version = 0                         # indexed versions so far
         self._history: list[tuple] = []          # (version, names its changed statements define, or None)
+        self._since: dict[int, set | None] = {}  # touched_since answers for the current version
         self.walked = 0                          # statements walked by the last `index` (for tests)
 
     def index(self, module) -> Index:
@@ -71,6 +73,7 @@ class IndexMemo:
             self._pieces, self._merged, self._count = {}, None, {}
             self.version += 1
             self._history.append((self.version, None))
+            self._since = {}
             return build_index(module)
 
     def _index(self, module) -> Index:
@@ -111,6 +114,7 @@ class IndexMemo:
         self.version += 1
         self._history.append((self.version, touched))
         del self._history[:-HISTORY]
+        self._since = {}
         idx.pieces, idx.version, idx.history = order, self.version, self
         self._pieces, self._merged = pieces, idx
         return idx
@@ -120,6 +124,12 @@ class IndexMemo:
         `version` (None: unknown, so nothing computed then can be trusted)."""
         if version == self.version:
             return _NOTHING
+        found = self._since.get(version, _UNSET)
+        if found is _UNSET:
+            found = self._since[version] = self._touched_since(version)
+        return found
+
+    def _touched_since(self, version: int) -> set | None:
         out: set = set()
         found = False
         for v, touched in self._history:

@@ -363,8 +363,11 @@ def _environment(env: Env, s: _Summarizer, functions: dict) -> tuple[dict, dict]
         classes[id(cls)] = c
         owner = N.enclosing(cls, {"funcdef"})
         (scopes.get(owner, {}) if owner is not None else sigma)[name] = c
+    owners = env.index.def_owner
     for fn in env.index.funcdefs:
-        up = N.enclosing(fn, {"funcdef", "classdef"})
+        up = owners.get(id(fn))            # (the function, class or module it is defined in)
+        if up is None or up.type not in ("funcdef", "classdef"):
+            up = N.enclosing(fn, {"funcdef", "classdef"})
         if up is not None and up.type == "classdef":
             f = FuncSummary(fn.name.value, functions[fn], fn, up.name.value)
             classes[id(up)].methods[fn.name.value] = f
