@@ -309,23 +309,42 @@ class Env:
 
     def calls_where(self, wanted) -> list:
         """The calls whose callee qualname `q` satisfies ``wanted(q)``, in source order (the
-        aliases are final). `wanted` is asked once per distinct qualname: a pass looking for
-        a few library functions does not walk every call of the file."""
-        table = self.__dict__.get("_calls_by_q")
-        if table is None:
-            table = {}
-            for i, (call, _owner) in enumerate(self.index.calls):
-                q = self.callee_qualname(call)
-                if q is not None:
-                    found = table.get(q)
+        aliases are final). `wanted` is asked once per distinct qualname, and each index
+        piece keeps its calls by qualname under the alias generation: a pass looking for a
+        few library functions does not walk every call of the file."""
+        where = self.__dict__.get("_q_where")
+        if where is None:
+            where = {}                       # qualname -> [(piece number, its calls of it)]
+            for k, piece in enumerate(self.index.parts()):
+                for q, pairs in self._q_table(piece).items():
+                    found = where.get(q)
                     if found is None:
-                        table[q] = [(i, call)]
+                        where[q] = [(k, pairs)]
                     else:
-                        found.append((i, call))
-            self.__dict__["_calls_by_q"] = table
-        hits = [pair for q, pairs in table.items() if wanted(q) for pair in pairs]
-        hits.sort(key=_first)
-        return [call for _i, call in hits]
+                        found.append((k, pairs))
+            self.__dict__["_q_where"] = where
+        hits = [(k, i, call) for q, found in where.items() if wanted(q)
+                for k, pairs in found for i, call in pairs]
+        hits.sort(key=_position_in_pieces)
+        return [call for _k, _i, call in hits]
+
+    def _q_table(self, piece) -> dict:
+        """callee qualname -> [(position in the piece, call)] of one index piece."""
+        cached = piece.memo.get("by_qualname")
+        if cached is not None and cached[0] is self._alias_gen:
+            return cached[1]
+        table: dict = {}
+        for i, (call, _owner) in enumerate(piece.calls):
+            q = self.callee_qualname(call)
+            if q is not None:
+                found = table.get(q)
+                if found is None:
+                    table[q] = [(i, call)]
+                else:
+                    found.append((i, call))
+        if self._alias_gen is not None:
+            piece.memo["by_qualname"] = (self._alias_gen, table)
+        return table
 
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
@@ -836,7 +855,10 @@ def build_env(source: Source, memo=None) -> Env:
 
 def _in_order(index: Index):
     """Assignments and with-items merged in source order (both lists are already sorted)."""
-    a, w = index.assignments, index.with_items
+    return _merged_in_order(index.assignments, index.with_items) if index.with_items else index.assignments
+
+
+def _merged_in_order(a: list, w: list):
     i = j = 0
     while i < len(a) or j < len(w):
         if j >= len(w) or (i < len(a) and a[i][0].start_pos <= w[j][0].start_pos):
@@ -996,8 +1018,8 @@ _GENERATIONS: dict[tuple, object] = {}
 _UNSET = object()
 
 
-def _first(pair):
-    return pair[0]
+def _position_in_pieces(hit):
+    return hit[0], hit[1]
 
 
 def call_position(call: N.Call) -> tuple:

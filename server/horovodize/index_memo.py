@@ -21,6 +21,9 @@ it next to the buffer's incremental parser.
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
+
 from .env import Index, build_index, defined_names
 
 # statement-level nodes: the only ones whose children the diff parser replaces in a kept tree
@@ -151,7 +154,7 @@ class IndexMemo:
         prev = self._merged
         idx = Index()
         for name in _LISTS:
-            setattr(idx, name, [x for piece in order for x in getattr(piece, name)])
+            setattr(idx, name, list(chain.from_iterable(map(attrgetter(name), order))))
         for name in _DICTS:
             count = self._count.get(name)
             if count is None:                     # (first incremental version: from scratch)

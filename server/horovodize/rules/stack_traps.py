@@ -103,9 +103,8 @@ def _strategy_message(name: str) -> str:
 def _strategy(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
     uses = [(call.node, f"`{call.receiver_dotted()}.{call.method}` runs under the strategy")
-            for call, _owner in env.index.calls
-            if call.method in ("scope", "run") + STRATEGY_METHODS and call.receiver_dotted()
-            and "strateg" in call.receiver_dotted().lower()][:3]
+            for call in env.calls_with_method("scope", "run", *STRATEGY_METHODS)
+            if call.receiver_dotted() and "strateg" in call.receiver_dotted().lower()][:3]
     for node, name in strategy_uses(env):
         yield _warn(ctx, "HVD092", node, _strategy_message(name), uses)
 
