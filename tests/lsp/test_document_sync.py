@@ -17,10 +17,8 @@ import re
 import pytest
 from lsp_helpers import DATA, apply_text_edits, by_code, diagnostics_for, open_doc, workspace_text_edits
 from lsprotocol import types
-from pygls.workspace.position_codec import ServerTextPosition
 
 from horovodize.engine import convert_text
-from horovodize.lsp.document import LspPositionCodec, LspTextDocument, split_lines
 
 SPECIALS = ["\f", "\v", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r", "\n", "\r\n",
             "é", "😀", "x", " "]
@@ -163,44 +161,6 @@ async def test_change_past_the_end_of_the_last_line(client):
     row, col = text.count("\n"), last.index("float(")
     rng = types.Range(start=types.Position(line=row, character=col), end=types.Position(line=row, character=999))
     params = change(uri, 2, [types.TextDocumentContentChangePartial(range=rng, text="float(loss) * 2)")])
-    client.text_document_did_change(params)   # (pygls clamped 999 to the length - 1 in the params our handler got)
+    client.text_document_did_change(params)   # (past the line's end: clamped to its length, per LSP)
     text = text[: len(text) - len(last) + col] + "float(loss) * 2)"
     await assert_in_sync(client, uri, text, 2, None)
-
-
-# -- the pygls document class on its own (in process) -----------------------------------
-@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
-def test_lsp_text_document_matches_the_client_model(encoding):
-    rng = random.Random(encoding)
-    codec = LspPositionCodec(encoding)
-    for _ in range(200):
-        text = "".join(rng.choice(SPECIALS + ["ab", "\t"]) for _ in range(rng.randint(0, 30)))
-        doc = LspTextDocument("file:///t.py", text, position_codec=codec)
-        assert "".join(doc.lines) == text
-        assert list(doc.lines) == [line for line in re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", text) if line]
-        cuts = [i for i in range(len(text) + 1) if not (0 < i < len(text) and text[i - 1:i + 1] == "\r\n")]
-        a, b = sorted(rng.choice(cuts) for _ in range(2))
-        start, end = position(text, a, encoding), position(text, b, encoding)
-        if rng.random() < 0.3:
-            b = line_end(text, b)                                                              # past the end
-            end = types.Position(line=end.line, character=position(text, b, encoding).character + rng.randint(1, 9))
-        if rng.random() < 0.1:
-            end = types.Position(line=len(doc.lines) + rng.randint(0, 3), character=3)       # past the last line
-            b = len(text)
-        event = types.TextDocumentContentChangePartial(range=types.Range(start=start, end=end), text="Z\u2028")
-        before = (end.line, end.character)
-        assert doc.offset_at_position(start) == a
-        doc.apply_change(event)
-        assert (end.line, end.character) == before                          # not clamped in place
-        assert doc.source == text[:a] + "Z\u2028" + text[b:], (text, start, end)
-
-
-def test_split_lines_only_at_lsp_breaks():
-    assert split_lines("a\fb\u2028c\r\nd\re\nf") == ("a\fb\u2028c\r\n", "d\r", "e\n", "f")
-    assert split_lines("") == () and split_lines("\n") == ("\n",)
-    codec = LspPositionCodec("utf-16")
-    pos = types.Position(line=0, character=50)
-    assert codec.position_from_client_units(["abc\r\n", "d"], pos) == ServerTextPosition(0, 3)
-    assert pos.character == 50
-    assert codec.position_from_client_units(["abc\r\n", "d"], types.Position(line=7, character=0)) == \
-        ServerTextPosition(1, 1)

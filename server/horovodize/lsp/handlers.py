@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
 from ..source import ParseError
-from . import convert, document, options
+from . import convert, options
 from .convert import (
     CONVERT_FILE,
     FILE_INFO,
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: HorovodizeServer, params: types.InitializeParams):
-    document.install(ls.protocol)         # pygls's own copy of each buffer, with LSP's line breaks
     ls.options, problems = options.load(params.initialization_options)
     for problem in problems:
         ls.show(f"horovodize: {problem}; using the default", types.MessageType.Warning)
