@@ -842,11 +842,20 @@ def build_env(source: Source, memo=None) -> Env:
     roles = _StaticRoles(env, bound)
     for piece in pieces:
         memo = piece.memo
+        kept = memo.get("bindings")
+        if kept is not None and kept.gen is roles.gen and kept.tf1 == env.tf1:
+            kept.add_to(env)
+            continue
+        first_binding, first_tape = len(env.bindings), len(env.tapes)
+        dynamic = False
         for stmt, owner in _in_order(piece):
             if stmt.type == "expr_stmt":
-                _assignment(env, stmt, owner, memo, roles)
+                dynamic |= _assignment(env, stmt, owner, memo, roles)
             else:
                 _with_item(env, stmt)
+        if not dynamic:
+            memo["bindings"] = _PieceBindings(roles.gen, env.tf1, env.bindings[first_binding:],
+                                              env.tapes[first_tape:], module)
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
     _restriction_facts(env)
@@ -1151,12 +1160,13 @@ def _collect_classes(env: Env) -> None:
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> None:
+def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> bool:
+    """Add the statement's bindings; True when a role was read from other bindings."""
     shape = memo.get(id(stmt))
     if shape is None:
         shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
     if shape is _NOT_BOUND:
-        return
+        return False
     value, call, targets = shape
     static = roles.of(call, stmt, memo) if call is not None and targets else _DYNAMIC
     for target in targets:
@@ -1175,9 +1185,44 @@ def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> None:
             continue
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
         env.add_binding(plain)
+    return static is _DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
 
 
 _DYNAMIC = object()
+
+
+class _PieceBindings:
+    """The bindings and tapes one index piece added, when every role in it was static
+    (`_StaticRoles`): the same for the same generation, so an unchanged piece adds them
+    again at once, with its share of the environment's tables."""
+
+    __slots__ = ("gen", "tf1", "bindings", "tapes", "bound", "by_value", "local_keys", "module_keys")
+
+    def __init__(self, gen, tf1: bool, bindings: list, tapes: list, module):
+        self.gen, self.tf1, self.bindings, self.tapes = gen, tf1, bindings, tapes
+        self.bound = {b.name for b in bindings}
+        self.by_value: dict = {}
+        for b in bindings:
+            if b.value is not None:
+                self.by_value.setdefault(id(b.value), b)
+        for t in tapes:
+            self.by_value.setdefault(id(t.value), t)
+        # a function's or class's own names are bound only by this piece; the module's by all
+        self.local_keys: dict = {}
+        self.module_keys: dict = {}
+        for b in bindings:
+            keys = self.module_keys if b.scope is module else self.local_keys
+            keys.setdefault((b.name, id(b.scope)), []).append(b)
+
+    def add_to(self, env: Env) -> None:
+        env.bindings += self.bindings
+        env.tapes += self.tapes
+        env._bound |= self.bound
+        for key, value in self.by_value.items():
+            env._by_value.setdefault(key, value)
+        env._by_key.update({key: list(found) for key, found in self.local_keys.items()})
+        for key, found in self.module_keys.items():
+            env._by_key.setdefault(key, []).extend(found)
 
 
 class _StaticRoles:
