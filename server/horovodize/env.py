@@ -634,11 +634,12 @@ class Env:
 
     def call_target(self, call: N.Call):
         """The local function or method `call` runs, when σ can tell (else None)."""
+        key = (id(call.node), call.index)
+        found = self._targets.get(key, _UNSET)
+        if found is not _UNSET:
+            return found
         if not self.may_call_local(call):
             return None
-        key = (id(call.node), call.index)
-        if key in self._targets:
-            return self._targets[key]
         self._targets[key] = None          # cycle guard
         if self.ready and self.index.version is not None:
             target = self._kept_target(call)
@@ -671,6 +672,30 @@ class Env:
             self._deps = None
         call.__dict__["_target"] = (self.index.version, gen, target, frozenset(deps))
         return target
+
+    def keep_targets(self) -> None:
+        """Once the environment is finished: the call targets of every index piece, from
+        the piece's memo when none of them can have changed (same class structure, no
+        statement changed since defines a name they read, every function still in the
+        tree), into the version's table that `call_target` reads first."""
+        if self.index.version is None:
+            return
+        gen = self._class_generation()
+        owners = self.index.def_owner
+        for piece in self.index.parts():
+            kept = piece.memo.get("targets")
+            if kept is not None and kept[1] is gen:
+                touched = self.index.touched_since(kept[0])
+                if touched is not None and touched.isdisjoint(kept[3]) and kept[4] <= owners.keys():
+                    self._targets.update(kept[2])
+                    continue
+            table, deps, alive = {}, set(), set()
+            for call in self._local_calls(piece)[2]:
+                target = table[(id(call.node), call.index)] = self.call_target(call)
+                deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
+                if target is not None:
+                    alive.add(id(target))
+            piece.memo["targets"] = (self.index.version, gen, table, frozenset(deps), alive)
 
     def _class_generation(self) -> object:
         """One object per (aliases, classes with their local bases, Keras-ness and method
@@ -858,6 +883,7 @@ def build_env(source: Source, memo=None) -> Env:
                                               env.tapes[first_tape:], module)
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
+    env.keep_targets()
     _restriction_facts(env)
     return env
 
