@@ -9,8 +9,9 @@ the previous tree) is only ever touched by one thread. Requests for the same (ur
 version) share one computation; a version that is no longer current when the worker
 reaches it is skipped, and one that stops being current while it is analysed stops at
 the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
-document and are published only if the analysed version is still the document's
-version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
+document (a change that follows another within `BURST_SECONDS` waits `DEBOUNCE_SECONDS`;
+one that comes alone is analysed at once) and are published only if the analysed
+version is still the document's version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 Nothing here imports or runs the user's code.
@@ -54,7 +55,8 @@ from .text import UTF16, Text
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
+DEBOUNCE_SECONDS = 0.01    # a change that follows another within BURST_SECONDS waits this long for more
+BURST_SECONDS = 0.05       # (one that comes alone is analysed at once: typing is ~100 ms a key)
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
 # A server->client request (workspace/applyEdit) not answered by then is given up: an
@@ -183,6 +185,7 @@ class HorovodizeServer(LanguageServer):
         self.analyses: dict[str, Entry] = {}                          # latest per uri
         self._pending: dict[str, tuple[Text, asyncio.Future]] = {}    # uri -> (snapshot, its analysis)
         self._scheduled: dict[str, asyncio.Task] = {}
+        self._changed_at: dict[str, float] = {}      # uri -> when its last open/change arrived
         self._published: dict[str, Entry] = {}
         self._parsers: dict[str, IncrementalParser] = {}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovodize-analysis")
@@ -230,6 +233,7 @@ class HorovodizeServer(LanguageServer):
     # -- documents ---------------------------------------------------------------------
     def open(self, uri: str, text: str, version: int | None) -> None:
         self.documents[uri] = Document(uri, version, Text(text))
+        self._changed_at[uri] = time.monotonic()
         self.schedule(uri, delay=0.0)
 
     def change(self, uri: str, version: int | None, changes) -> None:
@@ -244,7 +248,10 @@ class HorovodizeServer(LanguageServer):
         if self._idle_collect is not None:       # not idle: the collection waits for the next pause
             self._idle_collect.cancel()
             self._idle_collect = None
-        self.schedule(uri)
+        now = time.monotonic()
+        burst = now - self._changed_at.get(uri, float("-inf")) < BURST_SECONDS
+        self._changed_at[uri] = now
+        self.schedule(uri, DEBOUNCE_SECONDS if burst else 0.0)
 
     def close(self, uri: str) -> None:
         self.documents.pop(uri, None)
@@ -254,6 +261,7 @@ class HorovodizeServer(LanguageServer):
         self.analyses.pop(uri, None)
         self._pending.pop(uri, None)
         self._published.pop(uri, None)
+        self._changed_at.pop(uri, None)
         try:
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
