@@ -212,14 +212,17 @@ def build_index(module, owner=None) -> Index:
             raise TooDeep.at(node)            # the explicit bound (source.MAX_DEPTH)
         depth += 1
         for child in node.children:
-            if child.type == "name":
+            t = child.type
+            if t == "name":
                 found = names.get(child.value)
                 if found is None:
                     names[child.value] = [child]
                 else:
                     found.append(child)
-            elif hasattr(child, "children"):
+            elif t in _RECORDED:
                 visit(child, _record(idx, child, owner), depth)
+            elif t not in _LEAVES and hasattr(child, "children"):
+                visit(child, owner, depth)
 
     try:
         visit(module, owner, 0)  # a parso Module (file_input): nothing to record for the root
@@ -236,6 +239,13 @@ def build_index(module, owner=None) -> Index:
     finally:
         del visit                 # (a recursive closure is a reference cycle: leave no garbage for the gc)
     return idx
+
+
+# The node types `_record` files (the walk skips the call for the others) and parso's leaf types.
+_RECORDED = frozenset({"atom_expr", "power", "funcdef", "classdef", "lambdef", "with_item", "expr_stmt",
+                       "import_name", "import_from", "return_stmt", "global_stmt", "nonlocal_stmt"})
+_LEAVES = frozenset({"operator", "keyword", "number", "string", "newline", "endmarker", "error_leaf",
+                     "fstring_start", "fstring_string", "fstring_end"})
 
 
 def _record(idx: Index, node, owner):
