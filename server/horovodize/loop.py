@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from . import nodes as N
 from . import session as graph_mode
 from .gradflow import is_training_tape
-from .env import Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
+from .env import LOOP_METHODS, LOOP_QUALNAMES, Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 SESSION = "Session"            # TF1 graph mode: a train op run in a Session
@@ -169,23 +169,24 @@ class _Summarizer:
         direct: dict[int, frozenset] = {}
         callees: dict[int, list] = {}
         callers: dict[int, list] = {}
-        functions = [(fn, env.local_calls(piece)) for piece in env.index.parts() for fn in piece.funcdefs]
-        for fn, local in functions:
-            key = id(fn)
-            if self.keras_step(fn):
-                direct[key], callees[key] = frozenset({FIT}), []
-                continue
-            kinds, targets = set(), []
-            for call in local.get(key, ()):      # (the other calls have no kind and no local target)
-                k = self.direct_kind(call)
-                if k:
-                    kinds.add(k)
+        for piece in env.index.parts():
+            for fn, keras, candidates, plain in self._functions(piece):
+                key = id(fn)
+                if keras:
+                    direct[key], callees[key] = frozenset({FIT}), []
                     continue
-                t = env.call_target(call)
-                if t is not None:
-                    targets.append(t)
+                kinds, targets = set(), list(plain)
+                for call in candidates:
+                    k = self.direct_kind(call)
+                    if k:
+                        kinds.add(k)
+                        continue
+                    t = env.call_target(call)
+                    if t is not None:
+                        targets.append(t)
+                for t in targets:
                     callers.setdefault(id(t), []).append(fn)
-            direct[key], callees[key] = frozenset(kinds), targets
+                direct[key], callees[key] = frozenset(kinds), targets
         tl = dict(direct)
         work = [fn for fn in env.index.funcdefs if callees[id(fn)]]
         while work:
@@ -195,6 +196,30 @@ class _Summarizer:
                 tl[id(fn)] = new
                 work += callers.get(id(fn), [])
         self.memo = tl
+
+    def _functions(self, piece) -> list:
+        """(function, a Keras train_step?, its calls that may start a loop themselves, the
+        local functions its other calls run) for each function of one index piece. Only
+        the first kind of call reads bindings (`direct_kind`); the rest is kept in the
+        piece's memo while its call targets are (`Env.keep_targets`) and the class
+        structure and names are the same."""
+        env = self.env
+        targets = piece.memo.get("targets")
+        key = (env.names_generation(), env._class_generation(), targets[2] if targets else None)
+        kept = piece.memo.get("functions")
+        if kept is not None and targets is not None and all(a is b for a, b in zip(kept[0], key)):
+            return kept[1]
+        local = env.local_calls(piece)
+        out = []
+        for fn in piece.funcdefs:
+            calls = local.get(id(fn), ())
+            candidates = [c for c in calls if c.method in LOOP_METHODS or env.callee_qualname(c) in LOOP_QUALNAMES]
+            plain = [t for t in (env.call_target(c) for c in calls if c.method not in LOOP_METHODS
+                                 and env.callee_qualname(c) not in LOOP_QUALNAMES) if t is not None]
+            out.append((fn, self.keras_step(fn), candidates, plain))
+        if targets is not None:
+            piece.memo["functions"] = (key, out)
+        return out
 
     def function(self, fn) -> frozenset:
         return self.memo.get(id(fn), BOTTOM)
