@@ -40,6 +40,8 @@ def callee_name(env: Env, call) -> str | None:
             local: full for node in env.imports for local, full in import_bindings(node)
             if full.split(".")[0] in _OTHER_ROOTS}
     root, _, rest = d.partition(".")
+    if env._deps is not None:              # (an answer kept across edits depends on this import)
+        env._deps.append(root)
     if root not in table:
         return None
     return table[root] + ("." + rest if rest else "")

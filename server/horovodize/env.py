@@ -1205,23 +1205,42 @@ def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> bool:
         return False
     value, call, targets = shape
     static = roles.of(call, stmt, memo) if call is not None and targets else _DYNAMIC
-    for target in targets:
+    dynamic = static is _DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
+    kept = roles.kept(stmt, memo) if dynamic else None
+    found = []
+    if dynamic and kept is None:
+        env._deps = deps = []
+    try:
+        for i, target in enumerate(targets):
+            name, scope, stop, plain = target
+            role = None
+            if static is not _DYNAMIC:
+                role = static
+            elif kept is not None:
+                role = kept[i]
+            elif call is not None:
+                role = env.role_of_call(call, stmt) or _returned_role(env, call)
+            elif value.type in TERNARY:
+                role = _ternary_role(env, value, stmt)
+            found.append(role)
+            _bind(env, stmt, value, target, role)
+    finally:
+        if dynamic and kept is None:
+            env._deps = None
+    if dynamic and kept is None:
+        roles.keep(stmt, memo, targets, found, deps)
+    return dynamic
+
+
+def _bind(env: Env, stmt, value, target, role) -> None:
         name, scope, stop, plain = target
-        role = None
-        if static is not _DYNAMIC:
-            role = static
-        elif call is not None:
-            role = env.role_of_call(call, stmt) or _returned_role(env, call)
-        elif value.type in TERNARY:
-            role = _ternary_role(env, value, stmt)
         if role is not None:
             cond = value if value.type in TERNARY else conditional_ancestor(stmt, stop)
             b = Binding(name, role[0], stmt, value, scope, cond, role[1], env.tf1, loop=_loop_ancestor(stmt, stop))
             env.add_binding(b)
-            continue
+            return
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
         env.add_binding(plain)
-    return static is _DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
 
 
 _DYNAMIC = object()
@@ -1273,6 +1292,31 @@ class _StaticRoles:
         self.env, self.bound = env, bound
         self.gen = _intern(("roles", env._alias_gen, frozenset(bound), frozenset(env.all_classes),
                             frozenset(env.classes), frozenset(env.functions)))
+        self.dynamic_gen = _intern(("dynamic", self.gen, env._class_generation(), env.tf1))
+
+    def kept(self, stmt, memo: dict) -> list | None:
+        """The roles (per target) a dynamic statement got before, when nothing they read
+        can have changed since: same generation and class structure, and no statement
+        changed (or binding whose role changed) since defines a name they read. A role
+        reads only bindings made before it in source order, so the role changes noted so
+        far this version (`keep`) are all the ones that matter."""
+        entry = memo.get(("roles", id(stmt)))
+        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None:
+            return None
+        touched = self.env.index.touched_since(entry[0])
+        if touched is None or not touched.isdisjoint(entry[2]):
+            return None
+        return entry[3]
+
+    def keep(self, stmt, memo: dict, targets, found: list, deps: list) -> None:
+        index = self.env.index
+        if index.version is None:
+            return
+        old = memo.get(("roles", id(stmt)))
+        if old is not None and old[3] != found:
+            # later roles that read these names must be found again (also in later versions)
+            index.history.note({t[0] for t, a, b in zip(targets, old[3], found) if a != b})
+        memo[("roles", id(stmt))] = (index.version, self.dynamic_gen, frozenset(deps), found)
 
     def of(self, call: N.Call, stmt, memo: dict):
         cached = memo.get(("role", id(stmt)))
@@ -1408,6 +1452,8 @@ def _returned_role(env: Env, call: N.Call, depth: int = 0):
             if role:
                 return role
         elif value.type == "name":
+            if env._deps is not None:
+                env._deps.append(value.value)
             b = next((b for b in env.bindings_of(value.value, fn) if b.role != "other"), None)
             if b is not None:
                 return b.role, b.detail

@@ -122,6 +122,14 @@ class IndexMemo:
         self._pieces, self._merged = pieces, idx
         return idx
 
+    def note(self, names: set) -> None:
+        """Names whose bindings changed this version without their statements changing (a
+        role found again differently): what was computed from them is not reused either."""
+        touched = self._history[-1][1] if self._history else None
+        if touched is not None and names:
+            touched |= names
+            self._since = {}
+
     def touched_since(self, version: int) -> set | None:
         """The names defined by the statements that changed in the versions after
         `version` (None: unknown, so nothing computed then can be trusted)."""
