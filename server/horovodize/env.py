@@ -368,6 +368,7 @@ class Env:
         self._param_active: set[tuple] = set()
         self._params: dict[int, list] = {}
         self._deps: list | None = None                  # names `_kept_target` depends on, while it runs
+        self._targets_kept = False                      # `keep_targets` has run: the pieces' tables are current
         self._callee_q: dict[tuple, str | None] = {}   # (id(call node), index) -> callee qualname
         self._alias_gen: object | None = None           # set once the aliases are final
         self.ready = False
@@ -699,13 +700,15 @@ class Env:
                 if touched is not None and touched.isdisjoint(kept[3]) and kept[4] <= owners.keys():
                     self._targets.update(kept[2])
                     continue
-            table, deps, alive = {}, set(), set()
+            table, deps, alive, resolved = {}, set(), set(), []
             for call in self._local_calls(piece)[2]:
                 target = table[(id(call.node), call.index)] = self.call_target(call)
                 deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
                 if target is not None:
                     alive.add(id(target))
-            piece.memo["targets"] = (self.index.version, gen, table, frozenset(deps), alive)
+                    resolved.append((call, target))
+            piece.memo["targets"] = (self.index.version, gen, table, frozenset(deps), alive, resolved)
+        self._targets_kept = True
 
     def _class_generation(self) -> object:
         """One object per (aliases, classes with their local bases, Keras-ness and method
@@ -787,8 +790,12 @@ class Env:
             graph: dict[int, list] = {}
             try:
                 for piece in self.index.parts():
-                    for call in self._local_calls(piece)[2]:     # (the others have no target)
-                        t = self.call_target(call)
+                    kept = piece.memo.get("targets") if self._targets_kept else None
+                    if kept is not None:                        # (made or checked for this version)
+                        pairs = kept[5]
+                    else:                                       # (the others have no target)
+                        pairs = ((call, self.call_target(call)) for call in self._local_calls(piece)[2])
+                    for call, t in pairs:
                         if t is not None:
                             graph.setdefault(id(t), []).append(call)
             finally:
