@@ -9,9 +9,10 @@ the previous tree) is only ever touched by one thread. Requests for the same (ur
 version) share one computation; a version that is no longer current when the worker
 reaches it is skipped, and one that stops being current while it is analysed stops at
 the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
-document (a change that follows another within `BURST_SECONDS` waits `DEBOUNCE_SECONDS`;
-one that comes alone is analysed at once) and are published only if the analysed
-version is still the document's version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
+document (a change made while the previous one's diagnostics are still being computed
+waits `DEBOUNCE_SECONDS` for more; one made when they are out is analysed at once) and
+are published only if the analysed version is still the document's version when they
+are ready. Each document's `IndexMemo` (next to its parser) keeps the
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 Nothing here imports or runs the user's code.
@@ -55,8 +56,7 @@ from .text import UTF16, Text
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 0.01    # a change that follows another within BURST_SECONDS waits this long for more
-BURST_SECONDS = 0.05       # (one that comes alone is analysed at once: typing is ~100 ms a key)
+DEBOUNCE_SECONDS = 0.01    # a change made before the previous one's diagnostics are out waits this long
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
 # A server->client request (workspace/applyEdit) not answered by then is given up: an
@@ -185,7 +185,6 @@ class HorovodizeServer(LanguageServer):
         self.analyses: dict[str, Entry] = {}                          # latest per uri
         self._pending: dict[str, tuple[Text, asyncio.Future]] = {}    # uri -> (snapshot, its analysis)
         self._scheduled: dict[str, asyncio.Task] = {}
-        self._changed_at: dict[str, float] = {}      # uri -> when its last open/change arrived
         self._published: dict[str, Entry] = {}
         self._parsers: dict[str, IncrementalParser] = {}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovodize-analysis")
@@ -233,7 +232,6 @@ class HorovodizeServer(LanguageServer):
     # -- documents ---------------------------------------------------------------------
     def open(self, uri: str, text: str, version: int | None) -> None:
         self.documents[uri] = Document(uri, version, Text(text))
-        self._changed_at[uri] = time.monotonic()
         self.schedule(uri, delay=0.0)
 
     def change(self, uri: str, version: int | None, changes) -> None:
@@ -248,10 +246,9 @@ class HorovodizeServer(LanguageServer):
         if self._idle_collect is not None:       # not idle: the collection waits for the next pause
             self._idle_collect.cancel()
             self._idle_collect = None
-        now = time.monotonic()
-        burst = now - self._changed_at.get(uri, float("-inf")) < BURST_SECONDS
-        self._changed_at[uri] = now
-        self.schedule(uri, DEBOUNCE_SECONDS if burst else 0.0)
+        # typing faster than the analyses: the previous change is not published yet
+        behind = (task := self._scheduled.get(uri)) is not None and not task.done()
+        self.schedule(uri, DEBOUNCE_SECONDS if behind else 0.0)
 
     def close(self, uri: str) -> None:
         self.documents.pop(uri, None)
@@ -261,7 +258,6 @@ class HorovodizeServer(LanguageServer):
         self.analyses.pop(uri, None)
         self._pending.pop(uri, None)
         self._published.pop(uri, None)
-        self._changed_at.pop(uri, None)
         try:
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
