@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from . import keep
 from . import nodes as N
 from .source import MAX_DEPTH, Source, TooDeep
 
@@ -42,10 +43,6 @@ TF1_OPTIMIZERS = {
 }
 COMPILE_STRINGS = {"adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad": "Adagrad",
                    "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam", "ftrl": "Ftrl"}
-
-# Calls that may start a training loop by themselves (loop.py's direct kinds).
-LOOP_METHODS = frozenset({"run", "fit", "train"})
-LOOP_QUALNAMES = frozenset({"tensorflow.GradientTape", "tensorflow.estimator.train_and_evaluate"})
 
 ROLES = ("optimizer", "dataset", "checkpoint", "model", "estimator", "lr_schedule")
 SETUP = ("HVD001", "HVD002")
@@ -320,13 +317,13 @@ class Env:
     def calls_where(self, wanted) -> list:
         """The calls whose callee qualname `q` satisfies ``wanted(q)``, in source order (the
         aliases are final). `wanted` is asked once per distinct qualname, and each index
-        piece keeps its calls by qualname under the alias generation: a pass looking for a
-        few library functions does not walk every call of the file."""
+        piece keeps its calls by qualname (`keep.qualname_table`): a pass looking for a few
+        library functions does not walk every call of the file."""
         where = self.__dict__.get("_q_where")
         if where is None:
             where = {}                       # qualname -> [(piece number, its calls of it)]
             for k, piece in enumerate(self.index.parts()):
-                for q, pairs in self._q_table(piece).items():
+                for q, pairs in keep.qualname_table(self, piece).items():
                     found = where.get(q)
                     if found is None:
                         where[q] = [(k, pairs)]
@@ -337,24 +334,6 @@ class Env:
                 for k, pairs in found for i, call in pairs]
         hits.sort(key=_position_in_pieces)
         return [call for _k, _i, call in hits]
-
-    def _q_table(self, piece) -> dict:
-        """callee qualname -> [(position in the piece, call)] of one index piece."""
-        cached = piece.memo.get("by_qualname")
-        if cached is not None and cached[0] is self._alias_gen:
-            return cached[1]
-        table: dict = {}
-        for i, (call, _owner) in enumerate(piece.calls):
-            q = self.callee_qualname(call)
-            if q is not None:
-                found = table.get(q)
-                if found is None:
-                    table[q] = [(i, call)]
-                else:
-                    found.append((i, call))
-        if self._alias_gen is not None:
-            piece.memo["by_qualname"] = (self._alias_gen, table)
-        return table
 
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
@@ -367,8 +346,8 @@ class Env:
         self._param_memo: dict[tuple, Binding | None] = {}
         self._param_active: set[tuple] = set()
         self._params: dict[int, list] = {}
-        self._deps: list | None = None                  # names `_kept_target` depends on, while it runs
-        self._targets_kept = False                      # `keep_targets` has run: the pieces' tables are current
+        self._deps: list | None = None                  # names a kept answer reads, while it is computed (keep.py)
+        self._targets_kept = False                      # keep.keep_targets has run: the pieces' tables are current
         self._callee_q: dict[tuple, str | None] = {}   # (id(call node), index) -> callee qualname
         self._alias_gen: object | None = None           # set once the aliases are final
         self.ready = False
@@ -436,6 +415,17 @@ class Env:
         self._bound.add(b.name)
         if b.value is not None:
             self._by_value.setdefault(id(b.value), b)
+
+    def add_kept(self, kept: keep.PieceBindings) -> None:
+        """`add_binding` for each of a piece's kept bindings (and its tapes), at once."""
+        self.bindings += kept.bindings
+        self.tapes += kept.tapes
+        self._bound |= kept.bound
+        for key, value in kept.by_value.items():
+            self._by_value.setdefault(key, value)
+        self._by_key.update({key: list(found) for key, found in kept.local_keys.items()})
+        for key, found in kept.module_keys.items():
+            self._by_key.setdefault(key, []).extend(found)
 
     def bindings_of(self, name: str, scope) -> list[Binding]:
         """Every binding of `name` in exactly `scope`, in source order."""
@@ -609,39 +599,13 @@ class Env:
             or (obj is callee and obj in self.functions)
 
     def names_generation(self) -> object:
-        """One object per (aliases, bound names, classes, functions) of a finished
-        environment: what `may_call_local` and callee qualnames read. A piece's memo keeps
-        facts derived from them under it (`local_calls`)."""
-        gen = self.__dict__.get("_names_gen")
-        if gen is None:
-            key = (self._alias_gen, frozenset(self._bound), frozenset(self.all_classes), frozenset(self.functions))
-            gen = self.__dict__["_names_gen"] = _intern(key)
-        return gen
+        return keep.names_generation(self)
 
     def local_calls(self, piece) -> dict:
         """id(owner) -> the calls of one index piece that may start a loop themselves
         (``fit``, ``train``, ``run``, GradientTape, train_and_evaluate) or run a local
         function (`may_call_local`); the other calls add nothing to a loop summary."""
-        return self._local_calls(piece)[1]
-
-    def _local_calls(self, piece) -> tuple:
-        """(generation, the table of `local_calls`, the piece's `may_call_local` calls in
-        source order), kept in the piece's memo."""
-        gen = self.names_generation() if self.ready else object()   # (names still growing: not kept)
-        cached = piece.memo.get("local_calls")
-        if cached is not None and cached[0] is gen:
-            return cached
-        table: dict[int, list] = {}
-        for key, calls in piece.owned_calls.items():
-            found = [c for c in calls if c.method in LOOP_METHODS or self.may_call_local(c)
-                     or self.callee_qualname(c) in LOOP_QUALNAMES]
-            if found:
-                table[key] = found
-        ordered = [c for c, _owner in piece.calls if self.may_call_local(c)]
-        cached = (gen, table, ordered)
-        if self.ready:
-            piece.memo["local_calls"] = cached
-        return cached
+        return keep.local_calls(self, piece)[1]
 
     def call_target(self, call: N.Call):
         """The local function or method `call` runs, when σ can tell (else None)."""
@@ -653,74 +617,11 @@ class Env:
             return None
         self._targets[key] = None          # cycle guard
         if self.ready and self.index.version is not None:
-            target = self._kept_target(call)
+            target = keep.kept_target(self, call)      # (kept across versions of the buffer)
         else:
             target = self._call_target(call)
         self._targets[key] = target
         return target
-
-    def _kept_target(self, call: N.Call):
-        """`_call_target`, kept on the `Call` across versions of the buffer.
-
-        The answer reads the class structure (names, local bases, method names: the
-        generation below), and through `lookup` / `function_named` the bindings and
-        functions of the names it asks for (recorded as it runs). It is reused while the
-        generation is the same, no statement changed since it was computed defines one of
-        those names (`Index.touched_since`), and the function it names is still in the tree.
-        """
-        gen = self._class_generation()
-        kept = call.__dict__.get("_target")
-        if kept is not None and kept[1] is gen:
-            touched = self.index.touched_since(kept[0])
-            target = kept[2]
-            if touched is not None and touched.isdisjoint(kept[3]) and \
-                    (target is None or id(target) in self.index.def_owner):
-                return target
-        self._deps = deps = []
-        try:
-            target = self._call_target(call)
-        finally:
-            self._deps = None
-        call.__dict__["_target"] = (self.index.version, gen, target, frozenset(deps))
-        return target
-
-    def keep_targets(self) -> None:
-        """Once the environment is finished: the call targets of every index piece, from
-        the piece's memo when none of them can have changed (same class structure, no
-        statement changed since defines a name they read, every function still in the
-        tree), into the version's table that `call_target` reads first."""
-        if self.index.version is None:
-            return
-        gen = self._class_generation()
-        owners = self.index.def_owner
-        for piece in self.index.parts():
-            kept = piece.memo.get("targets")
-            if kept is not None and kept[1] is gen:
-                touched = self.index.touched_since(kept[0])
-                if touched is not None and touched.isdisjoint(kept[3]) and kept[4] <= owners.keys():
-                    self._targets.update(kept[2])
-                    continue
-            table, deps, alive, resolved = {}, set(), set(), []
-            for call in self._local_calls(piece)[2]:
-                target = table[(id(call.node), call.index)] = self.call_target(call)
-                deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
-                if target is not None:
-                    alive.add(id(target))
-                    resolved.append((call, target))
-            piece.memo["targets"] = (self.index.version, gen, table, frozenset(deps), alive, resolved)
-        self._targets_kept = True
-
-    def _class_generation(self) -> object:
-        """One object per (aliases, classes with their local bases, Keras-ness and method
-        names) of a finished environment."""
-        gen = self.__dict__.get("_class_gen")
-        if gen is None:
-            table = self._class_methods()
-            key = tuple((name, tuple(self.class_bases.get(name, ())), name in self.classes,
-                         tuple(sorted(table.get(id(cls), ()))))
-                        for name, cls in self.all_classes.items())
-            gen = self.__dict__["_class_gen"] = _intern(("classes", self._alias_gen, key))
-        return gen
 
     def _call_target(self, call: N.Call):
         callee = call.callee_dotted()
@@ -794,7 +695,7 @@ class Env:
                     if kept is not None:                        # (made or checked for this version)
                         pairs = kept[5]
                     else:                                       # (the others have no target)
-                        pairs = ((call, self.call_target(call)) for call in self._local_calls(piece)[2])
+                        pairs = ((call, self.call_target(call)) for call in keep.local_calls(self, piece)[2])
                     for call, t in pairs:
                         if t is not None:
                             graph.setdefault(id(t), []).append(call)
@@ -881,12 +782,12 @@ def build_env(source: Source, memo=None) -> Env:
     bound: set = set()                  # every name an assignment will bind (= the final `_bound`)
     for piece in pieces:
         bound |= _bound_names(env, piece)
-    roles = _StaticRoles(env, bound)
+    roles = keep.StaticRoles(env, bound)
     for piece in pieces:
         memo = piece.memo
         kept = memo.get("bindings")
         if kept is not None and kept.gen is roles.gen and kept.tf1 == env.tf1:
-            kept.add_to(env)
+            env.add_kept(kept)
             continue
         first_binding, first_tape = len(env.bindings), len(env.tapes)
         dynamic = False
@@ -896,11 +797,11 @@ def build_env(source: Source, memo=None) -> Env:
             else:
                 _with_item(env, stmt)
         if not dynamic:
-            memo["bindings"] = _PieceBindings(roles.gen, env.tf1, env.bindings[first_binding:],
-                                              env.tapes[first_tape:], module)
+            memo["bindings"] = keep.PieceBindings(roles.gen, env.tf1, env.bindings[first_binding:],
+                                                  env.tapes[first_tape:], module)
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
-    env.keep_targets()
+    keep.keep_targets(env)
     _restriction_facts(env)
     return env
 
@@ -1066,7 +967,6 @@ def _from_names(node):
     return out
 
 
-_GENERATIONS: dict[tuple, object] = {}
 _UNSET = object()
 
 
@@ -1078,20 +978,6 @@ def call_position(call: N.Call) -> tuple:
     """Source order of calls (the index's preorder: a call node starts before the calls
     inside it, and trailers of one node are in order)."""
     return call.node.start_pos, call.index
-
-
-def alias_generation(aliases: dict) -> object:
-    """One object per distinct alias table (compared by identity: cheap on every call)."""
-    return _intern(tuple(sorted(aliases.items())))
-
-
-def _intern(key: tuple) -> object:
-    gen = _GENERATIONS.get(key)
-    if gen is None:
-        if len(_GENERATIONS) > 256:
-            _GENERATIONS.clear()
-        gen = _GENERATIONS[key] = object()
-    return gen
 
 
 # -- member aliases (R2, R3) -------------------------------------------------------------
@@ -1122,7 +1008,7 @@ def _member_aliases(env: Env) -> None:
                 env.member_aliases[name] = stmt
                 env.aliases[name] = q
     env._callee_q.clear()      # the aliases are final from here on
-    env._alias_gen = alias_generation(env.aliases)
+    env._alias_gen = keep.alias_generation(env.aliases)
 
 
 def _alias_candidates(index: Index) -> list:
@@ -1203,7 +1089,7 @@ def _collect_classes(env: Env) -> None:
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> bool:
+def _assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles) -> bool:
     """Add the statement's bindings; True when a role was read from other bindings."""
     shape = memo.get(id(stmt))
     if shape is None:
@@ -1211,8 +1097,8 @@ def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> bool:
     if shape is _NOT_BOUND:
         return False
     value, call, targets = shape
-    static = roles.of(call, stmt, memo) if call is not None and targets else _DYNAMIC
-    dynamic = static is _DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
+    static = roles.of(call, stmt, memo) if call is not None and targets else keep.DYNAMIC
+    dynamic = static is keep.DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
     kept = roles.kept(stmt, memo) if dynamic else None
     found = []
     if dynamic and kept is None:
@@ -1221,7 +1107,7 @@ def _assignment(env: Env, stmt, owner, memo: dict, roles: _StaticRoles) -> bool:
         for i, target in enumerate(targets):
             name, scope, stop, plain = target
             role = None
-            if static is not _DYNAMIC:
+            if static is not keep.DYNAMIC:
                 role = static
             elif kept is not None:
                 role = kept[i]
@@ -1248,129 +1134,6 @@ def _bind(env: Env, stmt, value, target, role) -> None:
             return
         # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
         env.add_binding(plain)
-
-
-_DYNAMIC = object()
-
-
-class _PieceBindings:
-    """The bindings and tapes one index piece added, when every role in it was static
-    (`_StaticRoles`): the same for the same generation, so an unchanged piece adds them
-    again at once, with its share of the environment's tables."""
-
-    __slots__ = ("gen", "tf1", "bindings", "tapes", "bound", "by_value", "local_keys", "module_keys")
-
-    def __init__(self, gen, tf1: bool, bindings: list, tapes: list, module):
-        self.gen, self.tf1, self.bindings, self.tapes = gen, tf1, bindings, tapes
-        self.bound = {b.name for b in bindings}
-        self.by_value: dict = {}
-        for b in bindings:
-            if b.value is not None:
-                self.by_value.setdefault(id(b.value), b)
-        for t in tapes:
-            self.by_value.setdefault(id(t.value), t)
-        # a function's or class's own names are bound only by this piece; the module's by all
-        self.local_keys: dict = {}
-        self.module_keys: dict = {}
-        for b in bindings:
-            keys = self.module_keys if b.scope is module else self.local_keys
-            keys.setdefault((b.name, id(b.scope)), []).append(b)
-
-    def add_to(self, env: Env) -> None:
-        env.bindings += self.bindings
-        env.tapes += self.tapes
-        env._bound |= self.bound
-        for key, value in self.by_value.items():
-            env._by_value.setdefault(key, value)
-        env._by_key.update({key: list(found) for key, found in self.local_keys.items()})
-        for key, found in self.module_keys.items():
-            env._by_key.setdefault(key, []).extend(found)
-
-
-class _StaticRoles:
-    """The role of ``name = <call>`` when no binding can change it: the callee names no
-    local function, class, ``self`` or bound name, and no method chain starts at a bound
-    name (``ds.batch(32)``). Then the role is the callee qualname's (or a dataset chain's,
-    or a Keras subclass's), the same before and after any binding is added, and kept in
-    the statement's piece under the generation of what it reads (aliases, bound names,
-    classes, functions). Other calls go through `role_of_call` and `_returned_role`."""
-
-    def __init__(self, env: Env, bound: set):
-        self.env, self.bound = env, bound
-        self.gen = _intern(("roles", env._alias_gen, frozenset(bound), frozenset(env.all_classes),
-                            frozenset(env.classes), frozenset(env.functions)))
-        self.dynamic_gen = _intern(("dynamic", self.gen, env._class_generation(), env.tf1))
-
-    def kept(self, stmt, memo: dict) -> list | None:
-        """The roles (per target) a dynamic statement got before, when nothing they read
-        can have changed since: same generation and class structure, and no statement
-        changed (or binding whose role changed) since defines a name they read. A role
-        reads only bindings made before it in source order, so the role changes noted so
-        far this version (`keep`) are all the ones that matter."""
-        entry = memo.get(("roles", id(stmt)))
-        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None:
-            return None
-        touched = self.env.index.touched_since(entry[0])
-        if touched is None or not touched.isdisjoint(entry[2]):
-            return None
-        return entry[3]
-
-    def keep(self, stmt, memo: dict, targets, found: list, deps: list) -> None:
-        index = self.env.index
-        if index.version is None:
-            return
-        old = memo.get(("roles", id(stmt)))
-        if old is not None and old[3] != found:
-            # later roles that read these names must be found again (also in later versions)
-            index.history.note({t[0] for t, a, b in zip(targets, old[3], found) if a != b})
-        memo[("roles", id(stmt))] = (index.version, self.dynamic_gen, frozenset(deps), found)
-
-    def of(self, call: N.Call, stmt, memo: dict):
-        cached = memo.get(("role", id(stmt)))
-        if cached is not None and cached[0] is self.gen:
-            return cached[1]
-        role = self.env.role_of_call(call, stmt) if self._static(call) else _DYNAMIC
-        memo[("role", id(stmt))] = (self.gen, role)
-        return role
-
-    def _static(self, call: N.Call) -> bool:
-        env, bound = self.env, self.bound
-        root = call.node.children[0]
-        callee = call.callee_dotted()
-        if callee is None:
-            if root.type == "name" and root.value in env.all_classes:
-                return False                     # ``Trainer().train()``
-        else:
-            obj = callee.rpartition(".")[0] or callee
-            if obj == "self" or obj in bound or obj in env.all_classes or (obj is callee and obj in env.functions):
-                return False
-        return not (root.type == "name" and call.method and root.value in bound)
-
-
-def defined_names(index: Index) -> set:
-    """What a statement defines that code elsewhere can resolve: function and class names
-    (at any depth: `function_named` falls back to any of them), import names, and the
-    targets of module-level, class-level, ``self.x`` and ``global`` assignments (a local
-    of a function is seen only from inside that function, which is in the same statement).
-    An edit changes the bindings, functions and classes of exactly these names."""
-    names = {fn.name.value for fn in index.funcdefs} | {cls.name.value for cls in index.classdefs}
-    declared = {c.value for g in index.globals for c in g.children[1:] if c.type == "name"}
-    for stmt, owner in index.assignments:
-        parts = N.assign_parts(stmt)
-        if parts is None:
-            continue
-        outer = owner.type in ("file_input", "classdef")
-        for d in map(N.dotted, parts[0]):
-            if d is not None and (outer or d.startswith("self.") or d in declared):
-                names.add(d)
-    for node in index.imports:
-        names.update(local for local, _full in import_bindings(node))
-    for item, owner in index.with_items:
-        if len(item.children) >= 3:
-            d = N.dotted(item.children[2])
-            if d is not None and (owner.type in ("file_input", "classdef") or d.startswith("self.") or d in declared):
-                names.add(d)
-    return names
 
 
 def _bound_names(env: Env, piece: Index) -> set:

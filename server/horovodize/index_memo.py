@@ -24,7 +24,8 @@ from __future__ import annotations
 from itertools import chain
 from operator import attrgetter
 
-from .env import Index, build_index, defined_names
+from . import nodes as N
+from .env import Index, build_index, import_bindings
 
 # statement-level nodes: the only ones whose children the diff parser replaces in a kept tree
 _COMPOUND = frozenset({
@@ -285,3 +286,29 @@ def _merge(idx: Index, piece: Index) -> None:
                 found.extend(values)
     for name in _UNIQUE:
         getattr(idx, name).update(getattr(piece, name))
+
+
+def defined_names(index: Index) -> set:
+    """What a statement defines that code elsewhere can resolve: function and class names
+    (at any depth: `function_named` falls back to any of them), import names, and the
+    targets of module-level, class-level, ``self.x`` and ``global`` assignments (a local
+    of a function is seen only from inside that function, which is in the same statement).
+    An edit changes the bindings, functions and classes of exactly these names."""
+    names = {fn.name.value for fn in index.funcdefs} | {cls.name.value for cls in index.classdefs}
+    declared = {c.value for g in index.globals for c in g.children[1:] if c.type == "name"}
+    for stmt, owner in index.assignments:
+        parts = N.assign_parts(stmt)
+        if parts is None:
+            continue
+        outer = owner.type in ("file_input", "classdef")
+        for d in map(N.dotted, parts[0]):
+            if d is not None and (outer or d.startswith("self.") or d in declared):
+                names.add(d)
+    for node in index.imports:
+        names.update(local for local, _full in import_bindings(node))
+    for item, owner in index.with_items:
+        if len(item.children) >= 3:
+            d = N.dotted(item.children[2])
+            if d is not None and (owner.type in ("file_input", "classdef") or d.startswith("self.") or d in declared):
+                names.add(d)
+    return names

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import keep
 from . import nodes as N
 from . import session as graph_mode
 from .gradflow import is_training_tape
-from .env import LOOP_METHODS, LOOP_QUALNAMES, Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
+from .env import Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 SESSION = "Session"            # TF1 graph mode: a train op run in a Session
@@ -201,11 +202,11 @@ class _Summarizer:
         """(function, a Keras train_step?, its calls that may start a loop themselves, the
         local functions its other calls run) for each function of one index piece. Only
         the first kind of call reads bindings (`direct_kind`); the rest is kept in the
-        piece's memo while its call targets are (`Env.keep_targets`) and the class
+        piece's memo while its call targets are (`keep.keep_targets`) and the class
         structure and names are the same."""
         env = self.env
         targets = piece.memo.get("targets")
-        key = (env.names_generation(), env._class_generation(), targets[2] if targets else None)
+        key = (keep.names_generation(env), keep.class_generation(env), targets[2] if targets else None)
         kept = piece.memo.get("functions")
         if kept is not None and targets is not None and all(a is b for a, b in zip(kept[0], key)):
             return kept[1]
@@ -213,9 +214,9 @@ class _Summarizer:
         out = []
         for fn in piece.funcdefs:
             calls = local.get(id(fn), ())
-            candidates = [c for c in calls if c.method in LOOP_METHODS or env.callee_qualname(c) in LOOP_QUALNAMES]
-            plain = [t for t in (env.call_target(c) for c in calls if c.method not in LOOP_METHODS
-                                 and env.callee_qualname(c) not in LOOP_QUALNAMES) if t is not None]
+            candidates = [c for c in calls if c.method in keep.LOOP_METHODS or env.callee_qualname(c) in keep.LOOP_QUALNAMES]
+            plain = [t for t in (env.call_target(c) for c in calls if c.method not in keep.LOOP_METHODS
+                                 and env.callee_qualname(c) not in keep.LOOP_QUALNAMES) if t is not None]
             out.append((fn, self.keras_step(fn), candidates, plain))
         if targets is not None:
             piece.memo["functions"] = (key, out)

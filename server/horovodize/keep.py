@@ -1,0 +1,243 @@
+"""What the analysis keeps across the versions of one buffer (the language server's
+keystroke path), and when a kept answer is still the answer.
+
+The index is merged from one piece per top-level statement (`index_memo`); a piece, its
+`Call` objects and its `memo` live as long as the statement is unchanged. Three kinds of
+facts are kept there:
+
+* facts of the statement alone (an assignment's shape, its member-alias candidates):
+  right while the piece lives;
+* facts that also read file-wide tables (callee qualnames, static roles, the calls by
+  qualname, the calls that may run a local function): kept under a *generation*, one
+  interned object per distinct table (aliases; bound names, classes and functions; the
+  class structure), compared by identity;
+* facts that read particular bindings and functions (a call's target, a role read from
+  another binding): kept with the names they read, recorded as they are computed, and the
+  index version. They are reused while the generation is the same and no statement
+  changed since defines one of those names (`IndexMemo.touched_since`: the changed
+  statements' module-level, class-level and ``global`` targets, functions, classes and
+  imports, and the names whose role was found again differently, `IndexMemo.note`).
+
+Reads during the environment pass only see bindings made earlier in source order, so the
+role changes noted so far in a version are all those a later role can depend on.
+tests/test_incremental.py checks incremental against from-scratch analyses on random
+edits and on edits made so that kept answers must be dropped.
+"""
+
+from __future__ import annotations
+
+from . import nodes as N
+
+_GENERATIONS: dict[tuple, object] = {}
+DYNAMIC = object()          # a role that reads other bindings (`StaticRoles.of`)
+
+
+def intern(key: tuple) -> object:
+    """One object per distinct key (a generation: compared by identity on every use)."""
+    gen = _GENERATIONS.get(key)
+    if gen is None:
+        if len(_GENERATIONS) > 256:
+            _GENERATIONS.clear()
+        gen = _GENERATIONS[key] = object()
+    return gen
+
+
+def alias_generation(aliases: dict) -> object:
+    return intern(tuple(sorted(aliases.items())))
+
+
+def names_generation(env) -> object:
+    """(aliases, bound names, classes, functions) of a finished environment: what
+    `Env.may_call_local` and callee qualnames read."""
+    gen = env.__dict__.get("_names_gen")
+    if gen is None:
+        key = (env._alias_gen, frozenset(env._bound), frozenset(env.all_classes), frozenset(env.functions))
+        gen = env.__dict__["_names_gen"] = intern(key)
+    return gen
+
+
+def class_generation(env) -> object:
+    """(aliases, classes with their local bases, Keras-ness and method names)."""
+    gen = env.__dict__.get("_class_gen")
+    if gen is None:
+        table = env._class_methods()
+        key = tuple((name, tuple(env.class_bases.get(name, ())), name in env.classes,
+                     tuple(sorted(table.get(id(cls), ()))))
+                    for name, cls in env.all_classes.items())
+        gen = env.__dict__["_class_gen"] = intern(("classes", env._alias_gen, key))
+    return gen
+
+
+# -- calls ---------------------------------------------------------------------------------
+LOOP_METHODS = frozenset({"run", "fit", "train"})       # calls that may start a training loop
+LOOP_QUALNAMES = frozenset({"tensorflow.GradientTape", "tensorflow.estimator.train_and_evaluate"})
+
+
+def local_calls(env, piece) -> tuple:
+    """(generation, id(owner) -> the piece's calls that may start a loop themselves or run
+    a local function, the piece's `may_call_local` calls in source order); the other calls
+    add nothing to a loop summary. Kept once the environment is finished."""
+    gen = names_generation(env) if env.ready else object()   # (names still growing: not kept)
+    cached = piece.memo.get("local_calls")
+    if cached is not None and cached[0] is gen:
+        return cached
+    table: dict[int, list] = {}
+    for key, calls in piece.owned_calls.items():
+        found = [c for c in calls if c.method in LOOP_METHODS or env.may_call_local(c)
+                 or env.callee_qualname(c) in LOOP_QUALNAMES]
+        if found:
+            table[key] = found
+    ordered = [c for c, _owner in piece.calls if env.may_call_local(c)]
+    cached = (gen, table, ordered)
+    if env.ready:
+        piece.memo["local_calls"] = cached
+    return cached
+
+
+def qualname_table(env, piece) -> dict:
+    """callee qualname -> [(position in the piece, call)] of one piece, under the aliases."""
+    cached = piece.memo.get("by_qualname")
+    if cached is not None and cached[0] is env._alias_gen:
+        return cached[1]
+    table: dict = {}
+    for i, (call, _owner) in enumerate(piece.calls):
+        q = env.callee_qualname(call)
+        if q is not None:
+            found = table.get(q)
+            if found is None:
+                table[q] = [(i, call)]
+            else:
+                found.append((i, call))
+    if env._alias_gen is not None:
+        piece.memo["by_qualname"] = (env._alias_gen, table)
+    return table
+
+
+def kept_target(env, call: N.Call):
+    """`Env._call_target`, kept on the `Call`: it reads the class structure and, through
+    `lookup` / `function_named` / `_mro`, the names it records; the function it names
+    must also still be in the tree."""
+    gen = class_generation(env)
+    kept = call.__dict__.get("_target")
+    if kept is not None and kept[1] is gen:
+        touched = env.index.touched_since(kept[0])
+        target = kept[2]
+        if touched is not None and touched.isdisjoint(kept[3]) and \
+                (target is None or id(target) in env.index.def_owner):
+            return target
+    env._deps = deps = []
+    try:
+        target = env._call_target(call)
+    finally:
+        env._deps = None
+    call.__dict__["_target"] = (env.index.version, gen, target, frozenset(deps))
+    return target
+
+
+def keep_targets(env) -> None:
+    """Once the environment is finished: each piece's call targets, from its memo when
+    none can have changed, into the version's table that `Env.call_target` reads first."""
+    if env.index.version is None:
+        return
+    gen = class_generation(env)
+    owners = env.index.def_owner
+    for piece in env.index.parts():
+        kept = piece.memo.get("targets")
+        if kept is not None and kept[1] is gen:
+            touched = env.index.touched_since(kept[0])
+            if touched is not None and touched.isdisjoint(kept[3]) and kept[4] <= owners.keys():
+                env._targets.update(kept[2])
+                continue
+        table, deps, alive, resolved = {}, set(), set(), []
+        for call in local_calls(env, piece)[2]:
+            target = table[(id(call.node), call.index)] = env.call_target(call)
+            deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
+            if target is not None:
+                alive.add(id(target))
+                resolved.append((call, target))
+        piece.memo["targets"] = (env.index.version, gen, table, frozenset(deps), alive, resolved)
+    env._targets_kept = True
+
+
+# -- roles -----------------------------------------------------------------------------------
+class StaticRoles:
+    """Roles of ``name = <call>`` kept with their statement.
+
+    Static: no binding can change the role (the callee names no local function, class,
+    ``self`` or bound name, and no method chain starts at a bound name, ``ds.batch(32)``):
+    it is the callee qualname's, a dataset chain's or a Keras subclass's, kept under the
+    generation of aliases, bound names, classes and functions. Dynamic roles (the others)
+    are kept with the names they read (`kept`, `keep`)."""
+
+    def __init__(self, env, bound: set):
+        self.env, self.bound = env, bound
+        self.gen = intern(("roles", env._alias_gen, frozenset(bound), frozenset(env.all_classes),
+                           frozenset(env.classes), frozenset(env.functions)))
+        self.dynamic_gen = intern(("dynamic", self.gen, class_generation(env), env.tf1))
+
+    def of(self, call: N.Call, stmt, memo: dict):
+        """The static role of the statement's call (None: no role), or `DYNAMIC`."""
+        cached = memo.get(("role", id(stmt)))
+        if cached is not None and cached[0] is self.gen:
+            return cached[1]
+        role = self.env.role_of_call(call, stmt) if self._static(call) else DYNAMIC
+        memo[("role", id(stmt))] = (self.gen, role)
+        return role
+
+    def _static(self, call: N.Call) -> bool:
+        env, bound = self.env, self.bound
+        root = call.node.children[0]
+        callee = call.callee_dotted()
+        if callee is None:
+            if root.type == "name" and root.value in env.all_classes:
+                return False                     # ``Trainer().train()``
+        else:
+            obj = callee.rpartition(".")[0] or callee
+            if obj == "self" or obj in bound or obj in env.all_classes or (obj is callee and obj in env.functions):
+                return False
+        return not (root.type == "name" and call.method and root.value in bound)
+
+    def kept(self, stmt, memo: dict) -> list | None:
+        """The roles (per target) a dynamic statement got before, when nothing they read
+        can have changed since."""
+        entry = memo.get(("roles", id(stmt)))
+        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None:
+            return None
+        touched = self.env.index.touched_since(entry[0])
+        if touched is None or not touched.isdisjoint(entry[2]):
+            return None
+        return entry[3]
+
+    def keep(self, stmt, memo: dict, targets, found: list, deps: list) -> None:
+        index = self.env.index
+        if index.version is None:
+            return
+        old = memo.get(("roles", id(stmt)))
+        if old is not None and old[3] != found:
+            # later roles that read these names must be found again (also in later versions)
+            index.history.note({t[0] for t, a, b in zip(targets, old[3], found) if a != b})
+        memo[("roles", id(stmt))] = (index.version, self.dynamic_gen, frozenset(deps), found)
+
+
+class PieceBindings:
+    """The bindings and tapes one index piece added when every role in it was static: the
+    same for the same generation, so an unchanged piece adds them again at once, with its
+    share of the environment's tables (`Env.add_kept`)."""
+
+    __slots__ = ("gen", "tf1", "bindings", "tapes", "bound", "by_value", "local_keys", "module_keys")
+
+    def __init__(self, gen, tf1: bool, bindings: list, tapes: list, module):
+        self.gen, self.tf1, self.bindings, self.tapes = gen, tf1, bindings, tapes
+        self.bound = {b.name for b in bindings}
+        self.by_value: dict = {}
+        for b in bindings:
+            if b.value is not None:
+                self.by_value.setdefault(id(b.value), b)
+        for t in tapes:
+            self.by_value.setdefault(id(t.value), t)
+        # a function's or class's own names are bound only by this piece; the module's by all
+        self.local_keys: dict = {}
+        self.module_keys: dict = {}
+        for b in bindings:
+            keys = self.module_keys if b.scope is module else self.local_keys
+            keys.setdefault((b.name, id(b.scope)), []).append(b)
