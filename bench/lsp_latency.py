@@ -7,8 +7,9 @@ sending ``didChange`` to receiving the ``publishDiagnostics`` for that version. 
 open time and keystroke p50/p95 per server and size, their ratios to ``ruff server``
 (the speed users compare with), each server's resident memory after the edits (VmRSS,
 and its peak VmHWM, from ``/proc/<pid>/status``), and, for reference, in-process
-timings of a bare parso parse, parso's diff parser on a one-character edit, and
-``engine.analyze`` on an already parsed tree (``--no-reference`` skips them).
+timings of the server's own steps: the full parse and first analysis of the file, and
+per one-character edit the incremental parse and the analysis with the buffer's memo
+(``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
                                           [--baseline GIT-REV]
@@ -36,13 +37,10 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from parso.utils import split_lines
 from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
-from horovodize.diff_parse import LineDiffParser
 from horovodize.engine import analyze
-from horovodize.source import GRAMMAR
 from programs import program
 
 
@@ -180,27 +178,39 @@ async def run_server(name: str, command: list[str], path: Path, edits: int, time
 
 # -- in-process references --------------------------------------------------------------
 def reference(text: str) -> dict[str, float]:
-    full = []
-    runs = 3 if text.count("\n") <= 10000 else 1
-    for _ in range(runs):
+    """The server's own steps in this process (gc off, as its worker runs them): a full
+    parse, the first analysis, and per one-character edit the incremental parse (the
+    buffer's `IncrementalParser`) and the analysis with the buffer's memo."""
+    import gc
+
+    from horovodize.lsp.server import IncrementalParser
+    from horovodize.lsp.text import Text
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        buffer = Text(text)
+        parser = IncrementalParser()
         t = time.perf_counter()
-        module = GRAMMAR.parse(text)
-        full.append(time.perf_counter() - t)
-    lines = split_lines(text, keepends=True)
-    diffs, analyses = [], []
-    for line, col in edit_sites(text, 10):
-        new_lines = list(lines)
-        new_lines[line] = new_lines[line][:col] + "x" + new_lines[line][col:]
+        module = parser.parse(buffer.text)
+        parsed = time.perf_counter() - t
         t = time.perf_counter()
-        module = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, module).update(lines, new_lines)
-        diffs.append(time.perf_counter() - t)
-        lines = new_lines
-    new_text = "".join(lines)
-    for _ in range(runs):
-        t = time.perf_counter()
-        analyze(new_text, module=module)
-        analyses.append(time.perf_counter() - t)
-    return {"parse": statistics.median(full), "diff": statistics.median(diffs), "analyze": statistics.median(analyses)}
+        analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)
+        first = time.perf_counter() - t
+        diffs, analyses = [], []
+        for line, col in edit_sites(text, 10):
+            at = types.Position(line=line, character=col)
+            buffer = buffer.apply(types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="x"))
+            t = time.perf_counter()
+            module = parser.parse(buffer.text)
+            diffs.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)
+            analyses.append(time.perf_counter() - t)
+    finally:
+        if collecting:
+            gc.enable()
+    return {"parse": parsed, "first": first, "diff": statistics.median(diffs), "analyze": statistics.median(analyses)}
 
 
 def ms(seconds: float) -> str:
@@ -260,17 +270,17 @@ async def main() -> int:
 
     print(f"\n{'lines':>6} {'server':<11} {'edits':>5} {'open ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
           f" {'open/ruff':>9} {'p95/ruff':>8} {'RSS MiB':>8} {'peak MiB':>8}"
-          f" | {'parso parse':>11} {'diff parse':>10} {'analyze':>8}")
+          f" | {'parse':>8} {'1st anal.':>9} {'edit parse':>10} {'edit anal.':>10}")
     for lines, name, edits, opened, lat, rss, hwm, ref, base in rows:
         p95 = percentile(lat, 95)
-        refs = (f" | {ms(ref['parse']):>11} {ms(ref['diff']):>10} {ms(ref['analyze'])}" if ref and name == "horovodize"
-                else "")
+        refs = (f" | {ms(ref['parse'])} {ms(ref['first']):>9} {ms(ref['diff']):>10} {ms(ref['analyze']):>10}"
+                if ref and name == "horovodize" else "")
         print(f"{lines:>6} {name:<11} {edits:>5} {ms(opened)} {ms(percentile(lat, 50))} {ms(p95)} {ms(max(lat))}"
               f"  {ratio(opened, base and base[0])}  {ratio(p95, base and percentile(base[1], 95))}"
               f" {rss:8.0f} {hwm:8.0f}{refs}")
     print("\n(open: didOpen -> publishDiagnostics; p50/p95/max: didChange -> publishDiagnostics over stdio;"
-          " RSS after the edits, peak = VmHWM; the last three columns are in-process references,"
-          " median, ms)")
+          " RSS after the edits, peak = VmHWM; the last four columns are the server's steps in this"
+          " process: full parse, first analysis, and per edit (median) the incremental parse and analysis, ms)")
     return 0
 
 
