@@ -12,11 +12,17 @@ right when the statement moves.
 A piece is valid while its statement is the same object with the same children, and so
 is every compound statement and suite inside it: when an edit falls inside a function,
 the diff parser keeps the ``def`` node (and the statements it can copy) but gives the
-suite a new children list, and that function's piece is walked again. (The diff parser
-only ever re-creates the suites of functions and classes inside a kept node; checking
-every compound statement is cheap and does not depend on that.) The equivalence is a
-property test (tests/test_incremental.py). One memo per buffer: the language server keeps
-it next to the buffer's incremental parser.
+suite a new children list, and that function's piece is walked again. (Every compound
+statement is checked: fuzzing showed the diff parser also changes kept statements some
+lines away from the edit, so no "changed lines" range is trusted.)
+
+Merging is incremental too: the lists are concatenated, a dict key that no changed piece
+has keeps its merged list, and a changed key is concatenated when first read (`_Merged`).
+Each version records the names its changed statements define for the rest of the file
+(`defined_names`; `touched_since`), which is what `keep.py` checks its kept answers
+against. The equivalence with one walk is a property test (tests/test_incremental_parts.py,
+tests/test_incremental.py). One memo per buffer: the language server keeps it next to the
+buffer's incremental parser.
 """
 
 from __future__ import annotations
@@ -34,20 +40,29 @@ _COMPOUND = frozenset({
 })
 _LISTS = ("calls", "with_items", "assignments", "imports", "funcdefs", "classdefs", "globals")
 _DICTS = ("returns", "names", "owned_calls", "owned_withs", "by_method")
-_UNIQUE = ("def_owner", "whole_calls")
+_UNIQUE = ("def_owner", "whole_calls")       # dicts whose keys (node ids) belong to one piece
 HISTORY = 64                                # versions whose changed names are remembered
 _NOTHING: frozenset = frozenset()
-_UNSET = object()      # dicts whose keys (node ids) belong to one piece
+_UNSET = object()
 
 
 def _shape(node, out: list) -> list:
-    """The children (as tuples of node objects) of `node` and of its compound statements."""
+    """(node, its children as a tuple) for `node` and each compound statement in it."""
     children = node.children
-    out.append(tuple(children))
+    out.append((node, tuple(children)))
     for child in children:
         if child.type in _COMPOUND:
             _shape(child, out)
     return out
+
+
+def _unchanged(shape: list) -> bool:
+    """Every node of the shape still has the same children: then so has every compound
+    statement below them (a new one would be a new child of one of them)."""
+    for node, children in shape:
+        if tuple(node.children) != children:
+            return False
+    return True
 
 
 class _Root:
@@ -94,11 +109,11 @@ class IndexMemo:
                     order.append(name)
                     bare = True
                 continue
-            shape = _shape(child, [])
             old = self._pieces.get(id(child))
-            if old is not None and old[0] is child and old[1] == shape:
-                piece = old[2]
+            if old is not None and old[0] is child and _unchanged(old[1]):
+                shape, piece = old[1], old[2]
             else:
+                shape = _shape(child, [])
                 piece = build_index(_Root(child), owner=module)
                 self.walked += 1
                 added.append(piece)
