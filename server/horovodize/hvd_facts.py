@@ -81,6 +81,7 @@ class HvdFacts:
                     self._api_of[id(call.node), call.index] = api
                     self.api_calls.setdefault(api, []).append(call)
         self._assigns: dict[tuple[str, int], list] | None = None
+        self._no_flow: dict = {}        # apis -> name keys from which no such call flows (`flows_from`)
         self._memo: dict = {}
 
     # -- imports -----------------------------------------------------------------------
@@ -267,10 +268,18 @@ class HvdFacts:
 
     def flows_from(self, node, apis: frozenset, at=None) -> bool:
         """Some value flowing into `node` (names, arithmetic, calls, function arguments) is a
-        call of one of the Horovod `apis`."""
-        return self.factor(node, apis, at) != 0 or self._any(node, apis, at, set())
+        call of one of the Horovod `apis`. (`factor` != 0 implies this: it follows the same
+        assignments, fewer of them.) When the answer is no, no name the search went through
+        reaches one either: they are not searched again for these `apis` (HVD207 asks this
+        of every argument in the file)."""
+        seen: set = set()
+        if self._any(node, apis, at, seen):
+            return True
+        self._no_flow.setdefault(apis, set()).update(seen)
+        return False
 
     def _any(self, node, apis, at, seen) -> bool:
+        dead = self._no_flow.get(apis, ())
         for n in N.walk(node):
             call = N.as_call(n) if n.type in ("atom_expr", "power") else None
             if call is not None and self.api(call) in apis:
@@ -278,7 +287,7 @@ class HvdFacts:
             if n.type == "name" and _is_load(n):
                 name = _dotted_at(n)
                 key = (name, id(N.func_scope_of(n)))
-                if key in seen:
+                if key in seen or key in dead:
                     continue
                 seen.add(key)
                 for _stmt, value, _op in self.assignments(name, n):

@@ -404,23 +404,54 @@ def _divides(ctx: RuleContext) -> bool:
     """Something already gives each rank its share: a size()/rank()-dependent value in a data
     or step position (shard, take, steps, epochs, a per-rank file or slice, a range bound)."""
     facts = ctx.facts
+    if _divides_directly(ctx):
+        return True           # (what the walk below finds first when the code was converted)
     for call, _owner in ctx.env.index.calls:
-        if facts.api(call) is not None:
-            continue
-        role = (ctx.env.role_of_call(call) or ("",))[0]
-        if role in ("optimizer", "lr_schedule"):
-            continue
-        method = call.method or call.callee_dotted() or ""
-        if method in ("set_visible_devices", "print", "str", "format", "Variable", "assign", "set_value", "compile"):
+        if not _may_divide(ctx, call):
             continue
         for arg in call.args:
-            if arg.keyword in ("learning_rate", "lr", "initial_lr", "verbose", "root_rank", "optimizer", "callbacks"):
-                continue
-            if facts.flows_from(arg.value, ALL_APIS):
+            if arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS):
                 return True
     for n in N.walk(ctx.source.module):
         if n.type == "subscript" and facts.flows_from(n, ALL_APIS):
             return True
+    return False
+
+
+_NOT_WORK = ("learning_rate", "lr", "initial_lr", "verbose", "root_rank", "optimizer", "callbacks")
+
+
+def _may_divide(ctx: RuleContext, call: N.Call) -> bool:
+    """A call whose arguments can divide work (not a Horovod call, an optimizer, a print...)."""
+    if ctx.facts.api(call) is not None:
+        return False
+    if (ctx.env.role_of_call(call) or ("",))[0] in ("optimizer", "lr_schedule"):
+        return False
+    method = call.method or call.callee_dotted() or ""
+    return method not in ("set_visible_devices", "print", "str", "format", "Variable", "assign", "set_value", "compile")
+
+
+def _divides_directly(ctx: RuleContext) -> bool:
+    """A size()/rank() call written inside a subscript or an argument that `_divides`
+    counts (``ds.shard(hvd.size(), hvd.rank())``): the same answer without following any
+    dataflow through the file."""
+    for api in ALL_APIS:
+        for found in ctx.facts.api_calls.get(api, ()):
+            if not found.is_whole():
+                continue          # (``hvd.size().numpy()``: the dataflow walk decides)
+            cur = found.node
+            while cur.parent is not None and cur.type not in ("simple_stmt", "suite", "file_input"):
+                parent = cur.parent
+                if parent.type == "subscript":
+                    return True
+                if parent.type == "trailer" and N.is_call_trailer(parent):
+                    call = N.Call(parent.parent, parent.parent.children.index(parent))
+                    if _may_divide(ctx, call):
+                        for arg in call.args:
+                            if arg.keyword not in _NOT_WORK and \
+                                    arg.node.start_pos <= found.node.start_pos and found.node.end_pos <= arg.node.end_pos:
+                                return True
+                cur = parent
     return False
 
 
