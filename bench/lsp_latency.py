@@ -12,7 +12,10 @@ per one-character edit the incremental parse and the analysis with the buffer's 
 (``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
-                                          [--baseline GIT-REV]
+                                          [--baseline GIT-REV] [--converted]
+
+``--converted`` edits each program after the whole-file conversion: a program that uses
+Horovod, as it is edited after `horovodize convert`, where the HVD2xx checks run too.
 
 ``--baseline REV`` also runs the server of an earlier commit (``git archive REV server``)
 in the same run, so a before/after comparison sees the same machine load.
@@ -40,7 +43,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
-from horovodize.engine import analyze
+from horovodize.engine import analyze, convert_text
 from programs import program
 
 
@@ -234,6 +237,8 @@ async def main() -> int:
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--no-reference", action="store_true", help="skip the in-process timings")
     parser.add_argument("--baseline", metavar="GIT-REV", help="also run the server of this commit")
+    parser.add_argument("--converted", action="store_true",
+                        help="edit each program after `horovodize convert` (a Horovod program: the HVD2xx checks run)")
     args = parser.parse_args()
 
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
@@ -254,7 +259,7 @@ async def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="horovodize-bench-") as tmp:
         for size in args.sizes:
-            text = program(size)
+            text = convert_text(program(size)) if args.converted else program(size)
             path = Path(tmp) / f"train_{size}.py"
             path.write_text(text)
             ref = None if args.no_reference else reference(text)
