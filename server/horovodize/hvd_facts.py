@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import keep
 from . import nodes as N
 from .env import Env, _import_names, canonical, import_bindings, is_main_guard
 
@@ -75,11 +76,14 @@ class HvdFacts:
         self.api_calls: dict[str, list[N.Call]] = {}
         self._api_of: dict[int, str] = {}
         if self.locals:
-            for call, _owner in env.index.calls:
-                api = self._api(call)
-                if api is not None:
-                    self._api_of[id(call.node), call.index] = api
-                    self.api_calls.setdefault(api, []).append(call)
+            for piece in env.index.parts():
+                if not any(local in piece.names for local in self.locals):
+                    continue           # (no call in it can reach Horovod: none names it)
+                for call, _owner in piece.calls:
+                    api = self._api(call)
+                    if api is not None:
+                        self._api_of[id(call.node), call.index] = api
+                        self.api_calls.setdefault(api, []).append(call)
         self._assigns: dict[tuple[str, int], list] | None = None
         self._no_flow: dict = {}        # apis -> name keys from which no such call flows (`flows_from`)
         self._memo: dict = {}
@@ -408,9 +412,10 @@ class HvdFacts:
         fns = {id(N.enclosing(c.node, {"funcdef"})) for c in inits}
         fns.discard(id(None))
         points = [c.node for c in inits if N.enclosing(c.node, {"funcdef", "lambdef"}) is None]
+        local = [call for piece in self.env.index.parts() for call in keep.local_calls(self.env, piece)[2]]
         for _ in range(4):      # callers of init-calling functions, a few levels up
             grew = False
-            for call, _owner in self.env.index.calls:
+            for call in local:                      # (the other calls run no local function)
                 target = self.env.call_target(call)
                 if target is None or id(target) not in fns:
                     continue

@@ -173,12 +173,14 @@ def _move_wrap_fix(ctx: RuleContext, wrap: N.Call, name: str, first_gradient: N.
 
 # -- HVD203 ----------------------------------------------------------------------------
 def _hvd203(ctx: RuleContext) -> Iterator[Finding]:
-    for stmt, _owner in ctx.env.index.assignments:
-        parts = N.assign_parts(stmt)
-        if parts is None or len(parts[0]) != 1 or parts[0][0].type != "name":
+    for call in ctx.env.index.by_method.get("zip", ()):       # (``name = zip(...)``, in source order)
+        stmt = call.node.parent
+        if stmt is not None and stmt.type == "annassign":
+            stmt = stmt.parent
+        if stmt is None or stmt.type != "expr_stmt" or call.callee_dotted() != "zip" or not call.is_whole():
             continue
-        call = N.as_call(parts[1])
-        if call is None or call.callee_dotted() != "zip":
+        parts = N.assign_parts(stmt)
+        if parts is None or parts[1] is not call.node or len(parts[0]) != 1 or parts[0][0].type != "name":
             continue
         name = parts[0][0].value
         scope = N.func_scope_of(stmt)
