@@ -109,10 +109,27 @@ class Summary:
     functions: dict                    # funcdef -> tl
     sites: list[LoopSite]
     hvd_module: str
-    env: dict = field(default_factory=dict)        # σ after the module: name -> summary
-    scopes: dict = field(default_factory=dict)     # funcdef -> {name: summary} of its body
     module_tl: frozenset = BOTTOM                  # ⊔ of the module's own statements
     graph: object = None                           # TF1 graph-mode facts (session.Graph)
+    sigma: object = None                           # () -> (env, scopes), built when first read
+
+    # σ is the seeds' summary of every name; no rule reads it (they ask `functions` and
+    # `sites`), so it is built only when asked for, not on every keystroke.
+    @property
+    def env(self) -> dict:
+        """σ after the module: name -> summary."""
+        return self._sigma()[0]
+
+    @property
+    def scopes(self) -> dict:
+        """funcdef -> {name: summary} of its body."""
+        return self._sigma()[1]
+
+    def _sigma(self) -> tuple:
+        built = self.__dict__.get("_built")
+        if built is None:
+            built = self.__dict__["_built"] = self.sigma() if self.sigma is not None else ({}, {})
+        return built
 
     @property
     def estimator(self) -> bool:
@@ -352,9 +369,8 @@ def summarize(env: Env) -> Summary:
     sites = _sites(env, s)
     if not kinds:
         kinds = frozenset(site.kind for site in sites)
-    sigma, scopes = _environment(env, s, functions)
-    return Summary(kinds, functions, sites, _hvd_module(env, kinds), sigma, scopes, module_tl,
-                   graph=s.graph)
+    return Summary(kinds, functions, sites, _hvd_module(env, kinds), module_tl, graph=s.graph,
+                   sigma=lambda: _environment(env, s, functions))
 
 
 def _hvd_module(env: Env, kinds: frozenset) -> str:
