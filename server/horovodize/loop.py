@@ -223,10 +223,11 @@ class _Summarizer:
         structure and names are the same."""
         env = self.env
         targets = piece.memo.get("targets")
-        key = (keep.names_generation(env), keep.class_generation(env), targets[2] if targets else None)
+        names, classes = keep.names_generation(env), keep.class_generation(env)
         kept = piece.memo.get("functions")
-        if kept is not None and targets is not None and all(a is b for a, b in zip(kept[0], key)):
-            return kept[1]
+        if kept is not None and targets is not None and kept[0] is names and kept[1] is classes \
+                and kept[2] is targets[2]:
+            return kept[3]
         local = env.local_calls(piece)
         out = []
         for fn in piece.funcdefs:
@@ -236,7 +237,7 @@ class _Summarizer:
                                  and env.callee_qualname(c) not in keep.LOOP_QUALNAMES) if t is not None]
             out.append((fn, self.keras_step(fn), candidates, plain))
         if targets is not None:
-            piece.memo["functions"] = (key, out)
+            piece.memo["functions"] = (names, classes, targets[2], out)
         return out
 
     def function(self, fn) -> frozenset:
