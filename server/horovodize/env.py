@@ -598,9 +598,6 @@ class Env:
         return obj == "self" or obj in self._bound or obj in self.all_classes \
             or (obj is callee and obj in self.functions)
 
-    def names_generation(self) -> object:
-        return keep.names_generation(self)
-
     def local_calls(self, piece) -> dict:
         """id(owner) -> the calls of one index piece that may start a loop themselves
         (``fit``, ``train``, ``run``, GradientTape, train_and_evaluate) or run a local
