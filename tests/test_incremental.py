@@ -229,7 +229,7 @@ if __name__ == "__main__":
 
 LATER = "\n\ndef unrelated"
 # Each edit is in a statement other than main(), whose calls keep what they resolved to
-# (`Env._kept_target`) only while no changed statement defines a name they depend on.
+# (`keep.kept_target`) only while no changed statement defines a name they depend on.
 ELSEWHERE = [
     ("    def step(self, x, y):", "    def step2(self, x, y):"),          # the method trainer.step runs is gone
     ("    def step2(self, x, y):", "    def step(self, x, y):"),          # and back
@@ -248,19 +248,25 @@ ELSEWHERE = [
 ]
 
 
-def test_edits_elsewhere_change_what_calls_resolve_to():
-    text = RESOLVED
+def _edit_others(text: str, edits: list, kept: int, what: str) -> None:
+    """Apply `edits` one by one, each analysis compared with a fresh one (`Buffer`); the
+    top-level statement number `kept` must stay the same node, so what it computed is
+    really reused (not parsed again) while the edits change what it depends on."""
     buffer = Buffer()
     try:
         buffer.analyse(text)
-        for old, new in ELSEWHERE:
+        for old, new in edits:
             assert old in text
-            main = buffer.parser.module.children[1]
+            statement = buffer.parser.module.children[kept]
             text = text.replace(old, new, 1)
             buffer.analyse(text)
-            assert buffer.parser.module.children[1] is main, "main() was parsed again: its calls are not kept"
+            assert buffer.parser.module.children[kept] is statement, f"{what} was parsed again"
     finally:
         buffer.close()
+
+
+def test_edits_elsewhere_change_what_calls_resolve_to():
+    _edit_others(RESOLVED, ELSEWHERE, 1, "main()")
 
 
 ROLES = '''import tensorflow as tf
@@ -281,7 +287,7 @@ model.fit(pipeline(), epochs=2)
 '''
 # `shuffled` and `batched` get their role from the binding before them; the edits are in the
 # first statement only, so the other two keep their statements and must find their roles
-# again (a role kept by `_StaticRoles.kept` is dropped when a name it read changed, and a
+# again (a role kept by `keep.StaticRoles.kept` is dropped when a name it read changed, and a
 # role that changes is noted so that the roles read from it are found again too).
 ROLE_EDITS = [
     ("raw = tf.data.Dataset.range(64)", "raw = list(range(64))  # "),
@@ -291,15 +297,4 @@ ROLE_EDITS = [
 
 
 def test_roles_read_from_a_changed_binding_are_found_again():
-    text = ROLES
-    buffer = Buffer()
-    try:
-        buffer.analyse(text)
-        for old, new in ROLE_EDITS:
-            assert old in text
-            function = buffer.parser.module.children[3]
-            text = text.replace(old, new, 1)
-            buffer.analyse(text)
-            assert buffer.parser.module.children[3] is function, "pipeline() was parsed again"
-    finally:
-        buffer.close()
+    _edit_others(ROLES, ROLE_EDITS, 3, "pipeline()")

@@ -1088,49 +1088,54 @@ def _collect_classes(env: Env) -> None:
 # -- assignments -----------------------------------------------------------------------
 def _assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles) -> bool:
     """Add the statement's bindings; True when a role was read from other bindings."""
-    shape = memo.get(id(stmt))
-    if shape is None:
-        shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+    shape = _shape_of(env, memo, stmt, owner)
     if shape is _NOT_BOUND:
         return False
     value, call, targets = shape
     static = roles.of(call, stmt, memo) if call is not None and targets else keep.DYNAMIC
-    dynamic = static is keep.DYNAMIC and (call is not None or value.type in TERNARY) and bool(targets)
-    kept = roles.kept(stmt, memo) if dynamic else None
+    if static is not keep.DYNAMIC:
+        for target in targets:
+            _bind(env, stmt, value, target, static)
+        return False
+    if not targets or (call is None and value.type not in TERNARY):
+        for target in targets:           # (a plain value: no role)
+            _bind(env, stmt, value, target, None)
+        return False
+    kept = roles.kept(stmt, memo)
+    if kept is not None:
+        for target, role in zip(targets, kept):
+            _bind(env, stmt, value, target, role)
+        return True
     found = []
-    if dynamic and kept is None:
-        env._deps = deps = []
-    try:
-        for i, target in enumerate(targets):
-            name, scope, stop, plain = target
-            role = None
-            if static is not keep.DYNAMIC:
-                role = static
-            elif kept is not None:
-                role = kept[i]
-            elif call is not None:
+    with keep.reading(env) as deps:
+        for target in targets:   # (each target's role is found after the previous is bound)
+            if call is not None:
                 role = env.role_of_call(call, stmt) or _returned_role(env, call)
-            elif value.type in TERNARY:
+            else:
                 role = _ternary_role(env, value, stmt)
             found.append(role)
             _bind(env, stmt, value, target, role)
-    finally:
-        if dynamic and kept is None:
-            env._deps = None
-    if dynamic and kept is None:
-        roles.keep(stmt, memo, targets, found, deps)
-    return dynamic
+    roles.keep(stmt, memo, targets, found, deps)
+    return True
 
 
 def _bind(env: Env, stmt, value, target, role) -> None:
-        name, scope, stop, plain = target
-        if role is not None:
-            cond = value if value.type in TERNARY else conditional_ancestor(stmt, stop)
-            b = Binding(name, role[0], stmt, value, scope, cond, role[1], env.tf1, loop=_loop_ancestor(stmt, stop))
-            env.add_binding(b)
-            return
-        # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
-        env.add_binding(plain)
+    name, scope, stop, plain = target
+    if role is not None:
+        cond = value if value.type in TERNARY else conditional_ancestor(stmt, stop)
+        b = Binding(name, role[0], stmt, value, scope, cond, role[1], env.tf1, loop=_loop_ancestor(stmt, stop))
+        env.add_binding(b)
+        return
+    # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
+    env.add_binding(plain)
+
+
+def _shape_of(env: Env, memo: dict, stmt, owner):
+    """The statement's `_assignment_shape`, made once while its piece lives."""
+    shape = memo.get(id(stmt))
+    if shape is None:
+        shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+    return shape
 
 
 def _bound_names(env: Env, piece: Index) -> set:
@@ -1140,9 +1145,7 @@ def _bound_names(env: Env, piece: Index) -> set:
         names = set()
         memo = piece.memo
         for stmt, owner in piece.assignments:
-            shape = memo.get(id(stmt))
-            if shape is None:
-                shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+            shape = _shape_of(env, memo, stmt, owner)
             if shape is not _NOT_BOUND:
                 names.update(target[0] for target in shape[2])
         piece.memo["bound_names"] = names

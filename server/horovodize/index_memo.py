@@ -90,9 +90,7 @@ class IndexMemo:
             return self._index(module)
         except RecursionError:                  # pathological nesting: the plain walk decides
             self._pieces, self._merged, self._count = {}, None, {}
-            self.version += 1
-            self._history.append((self.version, None))
-            self._since = {}
+            self._next_version(None)
             return build_index(module)
 
     def _index(self, module) -> Index:
@@ -130,13 +128,17 @@ class IndexMemo:
             touched = set()
             for piece in removed + added:
                 touched |= defined_names(piece)
+        self._next_version(touched)
+        idx.pieces, idx.version, idx.history = order, self.version, self
+        self._pieces, self._merged = pieces, idx
+        return idx
+
+    def _next_version(self, touched: set | None) -> None:
+        """A new version whose changed statements define `touched` (None: not known)."""
         self.version += 1
         self._history.append((self.version, touched))
         del self._history[:-HISTORY]
         self._since = {}
-        idx.pieces, idx.version, idx.history = order, self.version, self
-        self._pieces, self._merged = pieces, idx
-        return idx
 
     def note(self, names: set) -> None:
         """Names whose bindings changed this version without their statements changing (a

@@ -26,6 +26,8 @@ edits and on edits made so that kept answers must be dropped.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from . import nodes as N
 
 _GENERATIONS: dict[tuple, object] = {}
@@ -73,6 +75,22 @@ LOOP_METHODS = frozenset({"run", "fit", "train"})       # calls that may start a
 LOOP_QUALNAMES = frozenset({"tensorflow.GradientTape", "tensorflow.estimator.train_and_evaluate"})
 
 
+def may_start_loop(env, call: N.Call) -> bool:
+    """A call that may start a training loop by itself (the loop summary's direct kinds)."""
+    return call.method in LOOP_METHODS or env.callee_qualname(call) in LOOP_QUALNAMES
+
+
+@contextmanager
+def reading(env):
+    """The names `Env.lookup`, `function_named`, `_mro` and `callables.callee_name` read
+    while the block runs (what a kept answer depends on)."""
+    env._deps = deps = []
+    try:
+        yield deps
+    finally:
+        env._deps = None
+
+
 def local_calls(env, piece) -> tuple:
     """(generation, id(owner) -> the piece's calls that may start a loop themselves or run
     a local function, the piece's `may_call_local` calls in source order); the other calls
@@ -83,8 +101,7 @@ def local_calls(env, piece) -> tuple:
         return cached
     table: dict[int, list] = {}
     for key, calls in piece.owned_calls.items():
-        found = [c for c in calls if c.method in LOOP_METHODS or env.may_call_local(c)
-                 or env.callee_qualname(c) in LOOP_QUALNAMES]
+        found = [c for c in calls if may_start_loop(env, c) or env.may_call_local(c)]
         if found:
             table[key] = found
     ordered = [c for c, _owner in piece.calls if env.may_call_local(c)]
@@ -125,11 +142,8 @@ def kept_target(env, call: N.Call):
         if touched is not None and touched.isdisjoint(kept[3]) and \
                 (target is None or id(target) in env.index.def_owner):
             return target
-    env._deps = deps = []
-    try:
+    with reading(env) as deps:
         target = env._call_target(call)
-    finally:
-        env._deps = None
     call.__dict__["_target"] = (env.index.version, gen, target, frozenset(deps))
     return target
 

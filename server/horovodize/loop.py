@@ -231,10 +231,14 @@ class _Summarizer:
         local = env.local_calls(piece)
         out = []
         for fn in piece.funcdefs:
-            calls = local.get(id(fn), ())
-            candidates = [c for c in calls if c.method in keep.LOOP_METHODS or env.callee_qualname(c) in keep.LOOP_QUALNAMES]
-            plain = [t for t in (env.call_target(c) for c in calls if c.method not in keep.LOOP_METHODS
-                                 and env.callee_qualname(c) not in keep.LOOP_QUALNAMES) if t is not None]
+            candidates, plain = [], []
+            for call in local.get(id(fn), ()):
+                if keep.may_start_loop(env, call):
+                    candidates.append(call)
+                else:
+                    target = env.call_target(call)
+                    if target is not None:
+                        plain.append(target)
             out.append((fn, self.keras_step(fn), candidates, plain))
         if targets is not None:
             piece.memo["functions"] = (names, classes, targets[2], out)
