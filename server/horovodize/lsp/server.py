@@ -9,10 +9,9 @@ the previous tree) is only ever touched by one thread. Requests for the same (ur
 version) share one computation; a version that is no longer current when the worker
 reaches it is skipped, and one that stops being current while it is analysed stops at
 the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
-document (a change made while the previous one's diagnostics are still being computed
-waits `DEBOUNCE_SECONDS` for more; one made when they are out is analysed at once) and
-are published only if the analysed version is still the document's version when they
-are ready. Each document's `IndexMemo` (next to its parser) keeps the
+document (`DEBOUNCE_SECONDS`: the first keystroke of a burst waits for the rest, so only
+the burst's last version is published) and are published only if the analysed version
+is still the document's version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 Nothing here imports or runs the user's code.
@@ -56,7 +55,7 @@ from .text import UTF16, Text
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 0.01    # a change made before the previous one's diagnostics are out waits this long
+DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
 # A server->client request (workspace/applyEdit) not answered by then is given up: an
@@ -246,9 +245,7 @@ class HorovodizeServer(LanguageServer):
         if self._idle_collect is not None:       # not idle: the collection waits for the next pause
             self._idle_collect.cancel()
             self._idle_collect = None
-        # typing faster than the analyses: the previous change is not published yet
-        behind = (task := self._scheduled.get(uri)) is not None and not task.done()
-        self.schedule(uri, DEBOUNCE_SECONDS if behind else 0.0)
+        self.schedule(uri)
 
     def close(self, uri: str) -> None:
         self.documents.pop(uri, None)
