@@ -195,7 +195,7 @@ def reference(text: str) -> dict[str, float]:
         buffer = Text(text)
         parser = IncrementalParser()
         t = time.perf_counter()
-        module = parser.parse(buffer.text)
+        module = parser.parse(buffer.text, buffer.line_starts)
         parsed = time.perf_counter() - t
         t = time.perf_counter()
         analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)
@@ -205,7 +205,7 @@ def reference(text: str) -> dict[str, float]:
             at = types.Position(line=line, character=col)
             buffer = buffer.apply(types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="x"))
             t = time.perf_counter()
-            module = parser.parse(buffer.text)
+            module = parser.parse(buffer.text, buffer.line_starts)
             diffs.append(time.perf_counter() - t)
             t = time.perf_counter()
             analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)

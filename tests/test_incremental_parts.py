@@ -7,6 +7,10 @@ updates too, which is what the server sees when keystrokes queue up):
 * `lsp.text.Text.apply` splices the buffer's line table: equal to the table of the new text;
 * `diff_parse.LineDiffParser` (changed lines by common prefix and suffix): the tree equals
   a fresh parse, node by node;
+* `splice_parse.splice` (the touched top-level statements parsed alone, through the
+  server's `IncrementalParser`, which falls back to the diff parser): the tree equals a
+  fresh parse after every edit and every keystroke of a retyped line, and a keystroke
+  keeps every other statement object;
 * `index_memo.IndexMemo` (lists concatenated, changed keys merged on read): every list and
   every key equals `env.build_index` of the same tree.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
@@ -24,8 +29,10 @@ from parso.utils import split_lines
 from horovodize.diff_parse import LineDiffParser, line_opcodes
 from horovodize.env import build_index
 from horovodize.index_memo import _DICTS, _LISTS, _UNIQUE, IndexMemo
+from horovodize.lsp.server import IncrementalParser
 from horovodize.lsp.text import Text
 from horovodize.source import GRAMMAR
+from horovodize.splice_parse import changed_span
 
 ROOT = Path(__file__).parent
 PROGRAMS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "horovod" / "programs").glob("*.py"))]
@@ -33,7 +40,8 @@ assert len(PROGRAMS) > 5, "the Horovod-tier programs are missing"
 
 SNIPPETS = ["x", "\n", "    ", "(", ")", ":", "#", "'", '"""', "\\\n", "\r\n", "\r", "\t", "\f",
             "def f():\n    return 1\n", "if x:\n", "    pass\n", "class A:\n", "import os\n",
-            "opt = tf.keras.optimizers.Adam()\n", "é😀"]
+            "opt = tf.keras.optimizers.Adam()\n", "é😀", "@dec\n", "else:\n", "except E:\n", "# c\n",
+            "    # c\n", "f'{", "]", "\n\n"]
 
 edit = st.tuples(st.floats(0, 1), st.integers(0, 40), st.sampled_from(SNIPPETS))
 edits = st.lists(st.lists(edit, min_size=1, max_size=3), min_size=1, max_size=6)
@@ -73,6 +81,95 @@ def test_line_diff_parser_gives_the_tree_of_a_fresh_parse(which, groups):
         _assert_valid_graph(module)
         _assert_nodes_are_equal(module, GRAMMAR.parse(new, diff_cache=False))
         text = new
+
+
+def _same_as_fresh(module, text: str) -> None:
+    assert module.get_code() == text
+    _assert_valid_graph(module)
+    _assert_nodes_are_equal(module, GRAMMAR.parse(text, diff_cache=False))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(PROGRAMS))), edits)
+def test_spliced_tree_equals_a_fresh_parse(which, groups):
+    text = PROGRAMS[which]
+    parser = IncrementalParser()
+    parser.parse(text)
+    for group in groups:
+        text = _apply(text, group)
+        _same_as_fresh(parser.parse(text), text)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(PROGRAMS))), st.floats(0, 1), st.sampled_from([1, 1, 2, 4]))
+def test_retyping_lines_gives_the_tree_of_a_fresh_parse_at_every_keystroke(which, where, count):
+    """Unfinished statements (open brackets, a header without its body) at every step."""
+    full = PROGRAMS[which]
+    lines = full.splitlines(keepends=True)
+    first = int(where * (len(lines) - 1))
+    start = sum(map(len, lines[:first]))
+    typed = "".join(lines[first:first + count])
+    before, after = full[:start], full[start + len(typed):]
+    parser = IncrementalParser()
+    parser.parse(before + after)
+    for k in range(1, len(typed) + 1):
+        text = before + typed[:k] + after
+        _same_as_fresh(parser.parse(text), text)
+
+
+@pytest.mark.parametrize("old, new", [
+    # indented lines after a one-line def are top-level errors; a newline makes them its body
+    ("def main(argv):    del argv\n    x = 1\n    y = 2\n\nz = 3\n",
+     "def main(argv):\n    del argv\n    x = 1\n    y = 2\n\nz = 3\n"),
+    # a line typed after a body joins it: indented, or an `else:`
+    ("def f():\n    a = 1\nx = 2\n", "def f():\n    a = 1\n    b\nx = 2\n"),
+    ("if a:\n    b = 1\nc = 2\n", "if a:\n    b = 1\nelse:\n    c = 2\n"),
+    # an orphan `else:` joins the `if` the edit completes
+    ("if a:\n    b = 1\nc = 2\nelse:\n    d = 3\n", "if a:\n    b = 1\nelse:\n    d = 3\n"),
+    ("x = 1\nelse:\n    d = 3\n", "if x:\n    pass\nelse:\n    d = 3\n"),
+    # an orphan decorator takes the function the edit writes after it
+    ("@dec\n\nx = 1\n", "@dec\n\ndef x():\n    pass\n"),
+    # an unclosed bracket swallows the statements after it, and closing it frees them
+    ("a = f(1\nb = 2\nc = 3\n", "a = f(1)\nb = 2\nc = 3\n"),
+    ("a = f(1)\nb = 2\nc = 3\n", "a = f(1\nb = 2\nc = 3\n"),
+    # an unclosed triple-quoted string
+    ("a = 1\nb = 2\n", 'a = """1\nb = 2\n'),
+])
+def test_edits_that_change_the_statements_around_them(old, new):
+    parser = IncrementalParser()
+    parser.parse(old)
+    _same_as_fresh(parser.parse(new), new)
+
+
+def test_a_keystroke_reparses_only_its_statement():
+    text = PROGRAMS[0]
+    parser = IncrementalParser()
+    module = parser.parse(text)
+    kept = list(module.children)
+    body = next(c for c in kept if c.type in ("funcdef", "classdef"))
+    line, col = body.children[-1].children[1].start_pos      # the body's first statement
+    offset = Text(text).line_starts[line] - 1                 # ... the end of its line
+    for inserted in ("  # note", "\n", "\n" + " " * col + "pass"):
+        new = text[:offset] + inserted + text[offset:]
+        changed = [k for k, c in enumerate(parser.parse(new).children) if c is not kept[k]]
+        assert changed == [kept.index(body)], inserted
+        _same_as_fresh(parser.module, new)
+        parser.parse(text)
+        kept = list(parser.module.children)
+        body = kept[changed[0]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("ab\n", max_size=60), st.integers(0, 60), st.integers(0, 60), st.text("ab\n", max_size=5))
+def test_changed_span_is_the_one_run_that_differs(old, i, j, inserted):
+    i, j = sorted((min(i, len(old)), min(j, len(old))))
+    new = old[:i] + inserted + old[j:]
+    start, old_end, new_end = changed_span(old, new)
+    assert old[:start] == new[:start] and old[old_end:] == new[new_end:]
+    assert start <= old_end and start <= new_end
+    shortest = min(len(old), len(new))
+    assert start == shortest or old[start] != new[start]                        # the longest prefix
+    assert start in (old_end, new_end) or old[old_end - 1] != new[new_end - 1]  # the longest suffix after it
 
 
 def test_line_opcodes_cover_both_texts():

@@ -46,6 +46,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..engine import Analysis, Cancelled, analyze
+from .. import splice_parse
 from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
 from ..source import GRAMMAR, Source
@@ -99,33 +100,44 @@ def over_limit(buffer: Text, options: Options) -> str | None:
 
 
 class IncrementalParser:
-    """parso's diff parser over the successive versions of one buffer.
+    """The successive trees of one buffer, each made from the previous one.
 
-    `DiffParser.update` re-parses only the changed lines (found by `diff_parse`'s common
-    prefix and suffix rather than difflib) and mutates the previous tree in
-    place; the analyses of earlier versions only keep offsets, so they stay valid. Any
-    failure falls back to a full parse.
+    `splice_parse.splice` re-parses only the top-level statements the change touched and
+    keeps every other statement object; where it cannot show that this equals a full parse
+    (an error in or next to the touched statements), parso's diff parser (`diff_parse`)
+    re-parses from the changed lines. Both mutate the previous tree in place; the analyses
+    of earlier versions only keep offsets, so they stay valid. Any failure falls back to a
+    full parse.
     """
 
     def __init__(self):
         self.module = None
-        self.lines: list[str] | None = None
-        self.memo = IndexMemo()      # the analysis' work on the statements the diff parser kept
+        self.text: str | None = None
+        self.starts: list[int] | None = None
+        self.memo = IndexMemo()      # the analysis' work on the statements the parsers kept
+        self.leaves: dict = {}       # each kept statement's leaves, for `splice`'s line shifts
 
-    def parse(self, text: str):
-        lines = split_lines(text, keepends=True)
+    def parse(self, text: str, line_starts: list[int] | None = None):
+        starts = line_starts if line_starts is not None else splice_parse.line_starts(text)
         module = None
         if self.module is not None:
-            if lines == self.lines:
+            if text == self.text:
                 return self.module
             try:
-                diff = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
-                module = diff.update(old_lines=self.lines, new_lines=lines)
+                module = splice_parse.splice(GRAMMAR, self.module, self.text, text, self.starts, starts,
+                                             self.leaves)
+                if module is None:
+                    self.leaves.clear()          # the diff parser may change kept statements
+                    diff = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
+                    module = diff.update(old_lines=split_lines(self.text, keepends=True),
+                                         new_lines=split_lines(text, keepends=True))
             except Exception:
                 log.exception("incremental parse failed; parsing the whole buffer")
+                module = None
         if module is None:
+            self.leaves.clear()
             module = GRAMMAR.parse(text)
-        self.module, self.lines = module, lines
+        self.module, self.text, self.starts = module, text, starts
         return module
 
 
@@ -314,7 +326,7 @@ class HorovodizeServer(LanguageServer):
         gc.disable()
         try:
             parser = self._parsers.setdefault(uri, IncrementalParser())
-            module = parser.parse(text.text)
+            module = parser.parse(text.text, text.line_starts)
             try:       # a newer edit stops this analysis between two passes
                 analysis = analyze(text.text, module=module, memo=parser.memo,
                                    stop=lambda: self._stale(uri, text), line_starts=text.line_starts)
