@@ -39,6 +39,25 @@ def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> No
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
 
 
+class one_write:
+    """Messages sent inside the block reach the server in one write, as a burst that
+    arrives together (sent one by one, a loaded machine can deliver them spread out)."""
+
+    def __init__(self, client: LanguageClient):
+        self.protocol, self.chunks = client.protocol, []
+
+    def __enter__(self):
+        self.writer, self.protocol.writer = self.protocol.writer, self
+        return self
+
+    def write(self, data: bytes) -> None:
+        self.chunks.append(data)
+
+    def __exit__(self, *exc):
+        self.protocol.writer = self.writer
+        self.writer.write(b"".join(self.chunks))
+
+
 def change_range(client: LanguageClient, uri: str, rng: types.Range, text: str, version: int) -> None:
     client.buffers[uri] = apply_text_edits(client.buffers[uri], [types.TextEdit(range=rng, new_text=text)],
                                            client.encoding)

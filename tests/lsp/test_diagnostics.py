@@ -1,4 +1,4 @@
-"""Diagnostics: pushed on open/change (debounced, latest version only), cleared on close;
+"""Diagnostics: pushed on open/change (at once, never a version the server has already replaced; a burst that arrives together publishes its last version only), cleared on close;
 pulled with result ids (``textDocument/diagnostic``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 from horovodize.engine import analyze
-from lsp_helpers import by_code, change_range, diagnostics_for, open_doc, replace_all
+from lsp_helpers import by_code, change_range, diagnostics_for, one_write, open_doc, replace_all
 from lsprotocol import types
 
 SEVERITY = {"hint": types.DiagnosticSeverity.Hint, "information": types.DiagnosticSeverity.Information,
@@ -79,8 +79,9 @@ async def test_rapid_changes_only_last_version_is_published(client):
     await diagnostics_for(client, uri, version=1)
     published = record_publishes(client)
     pos = types.Position(line=12, character=0)   # optimizer = tf.keras.optimizers.Adam(...)
-    for version in range(2, 12):                  # ten keystrokes, without waiting
-        change_range(client, uri, types.Range(start=pos, end=pos), "x", version)
+    with one_write(client):                       # ten keystrokes that arrive together
+        for version in range(2, 12):
+            change_range(client, uri, types.Range(start=pos, end=pos), "x", version)
     last = await diagnostics_for(client, uri, version=11)
     await asyncio.sleep(0.5)                      # nothing may follow for the stale versions
     assert [p.version for p in published if p.uri == uri] == [11]

@@ -8,10 +8,11 @@ file is analysed, and so each document's incremental parse (parso's diff parser 
 the previous tree) is only ever touched by one thread. Requests for the same (uri,
 version) share one computation; a version that is no longer current when the worker
 reaches it is skipped, and one that stops being current while it is analysed stops at
-the next pass boundary (`engine.Cancelled`). Pushed diagnostics are debounced per
-document (`DEBOUNCE_SECONDS`: the first keystroke of a burst waits for the rest, so only
-the burst's last version is published) and are published only if the analysed version
-is still the document's version when they are ready. Each document's `IndexMemo` (next to its parser) keeps the
+the next pass boundary (`engine.Cancelled`). Pushed diagnostics are analysed at once
+(no fixed debounce) and published only if the analysed version is still the document's
+version when they are ready and no unread message could hold a newer change (stdin is
+read by the event loop itself, `stdio`): a burst of keystrokes publishes its last version
+only, and a lone keystroke does not wait. Each document's `IndexMemo` (next to its parser) keeps the
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 Nothing here imports or runs the user's code.
@@ -44,19 +45,19 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from .. import __version__
+from .. import __version__, splice_parse
 from ..engine import Analysis, Cancelled, analyze
-from .. import splice_parse
 from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
 from ..source import GRAMMAR, Source
-from . import convert
+from . import convert, stdio
 from .options import Options
 from .text import UTF16, Text
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE_SECONDS = 0.01    # coalesces a burst of keystrokes; stale queued work is skipped anyway
+INPUT_WAIT_SECONDS = 0.001  # a ready analysis waits in such steps while unread messages remain ...
+INPUT_WAIT_STEPS = 50       # ... at most this many (a newer change among them cancels the publish)
 IDLE_COLLECT_SECONDS = 2.0  # a full garbage collection once nothing has changed for this long
 FULL_COLLECT_EVERY = 200    # ... or after this many analyses without such a pause
 # A server->client request (workspace/applyEdit) not answered by then is given up: an
@@ -388,7 +389,11 @@ class HorovodizeServer(LanguageServer):
         self._schedule_collect()
 
     # -- pushed diagnostics ------------------------------------------------------------
-    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+    def input_pending(self) -> bool:
+        """Unread client messages are waiting (set by `stdio.start_io` when stdin is a pipe)."""
+        return False
+
+    def schedule(self, uri: str, delay: float = 0.0) -> None:
         if self.pull_diagnostics:
             return
         task = self._scheduled.pop(uri, None)
@@ -401,6 +406,10 @@ class HorovodizeServer(LanguageServer):
             if delay:
                 await asyncio.sleep(delay)
             entry = await self.analysis(uri)
+            for _ in range(INPUT_WAIT_STEPS):        # a newer change may be among them: its
+                if not self.input_pending():         # handler cancels this task
+                    break
+                await asyncio.sleep(INPUT_WAIT_SECONDS)
         except asyncio.CancelledError:
             return
         except Exception:
@@ -487,7 +496,7 @@ def run_server(args) -> int:
             raise UserError("--ws needs the 'websockets' package: pip install 'horovodize[ws]'")
         SERVER.start_ws(*_address(args.ws, "--ws"))
     else:
-        SERVER.start_io()
+        stdio.start_io(SERVER)
     # `exit` answered: leave now. A normal interpreter exit would join the analysis thread,
     # and with it wait for an analysis of a large file that nobody will read.
     logging.shutdown()
