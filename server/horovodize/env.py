@@ -783,19 +783,20 @@ def build_env(source: Source, memo=None) -> Env:
     for piece in pieces:
         memo = piece.memo
         kept = memo.get("bindings")
-        if kept is not None and kept.gen is roles.gen and kept.tf1 == env.tf1:
+        if kept is not None and kept.valid(roles):
             env.add_kept(kept)
             continue
         first_binding, first_tape = len(env.bindings), len(env.tapes)
-        dynamic = False
+        deps: set | None = None          # the names the piece's dynamic roles read
         for stmt, owner in _in_order(piece):
             if stmt.type == "expr_stmt":
-                dynamic |= _assignment(env, stmt, owner, memo, roles)
+                read = _assignment(env, stmt, owner, memo, roles)
+                if read is not None:
+                    deps = (deps or set()).union(read)
             else:
                 _with_item(env, stmt)
-        if not dynamic:
-            memo["bindings"] = keep.PieceBindings(roles.gen, env.tf1, env.bindings[first_binding:],
-                                                  env.tapes[first_tape:], module)
+        memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
+                                              env.bindings[first_binding:], env.tapes[first_tape:], module)
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
     keep.keep_targets(env)
@@ -1086,26 +1087,27 @@ def _collect_classes(env: Env) -> None:
 
 
 # -- assignments -----------------------------------------------------------------------
-def _assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles) -> bool:
-    """Add the statement's bindings; True when a role was read from other bindings."""
+def _assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles):
+    """Add the statement's bindings; the names its roles read from other bindings (None
+    when no role was read from them)."""
     shape = _shape_of(env, memo, stmt, owner)
     if shape is _NOT_BOUND:
-        return False
+        return None
     value, call, targets = shape
     static = roles.of(call, stmt, memo) if call is not None and targets else keep.DYNAMIC
     if static is not keep.DYNAMIC:
         for target in targets:
             _bind(env, stmt, value, target, static)
-        return False
+        return None
     if not targets or (call is None and value.type not in TERNARY):
         for target in targets:           # (a plain value: no role)
             _bind(env, stmt, value, target, None)
-        return False
+        return None
     kept = roles.kept(stmt, memo)
     if kept is not None:
-        for target, role in zip(targets, kept):
+        for target, role in zip(targets, kept[1]):
             _bind(env, stmt, value, target, role)
-        return True
+        return kept[0]
     found = []
     with keep.reading(env) as deps:
         for target in targets:   # (each target's role is found after the previous is bound)
@@ -1116,7 +1118,7 @@ def _assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles) -> b
             found.append(role)
             _bind(env, stmt, value, target, role)
     roles.keep(stmt, memo, targets, found, deps)
-    return True
+    return deps
 
 
 def _bind(env: Env, stmt, value, target, role) -> None:

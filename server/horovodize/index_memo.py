@@ -14,7 +14,8 @@ is every compound statement and suite inside it: when an edit falls inside a fun
 the diff parser keeps the ``def`` node (and the statements it can copy) but gives the
 suite a new children list, and that function's piece is walked again. (Every compound
 statement is checked: fuzzing showed the diff parser also changes kept statements some
-lines away from the edit, so no "changed lines" range is trusted.)
+lines away from the edit, so no "changed lines" range is trusted.) A tree made by
+`splice_parse` leaves every kept statement untouched (`untouched`): no check then.
 
 Merging is incremental too: the lists are concatenated, a dict key that no changed piece
 has keeps its merged list, and a changed key is concatenated when first read (`_Merged`).
@@ -83,6 +84,9 @@ class IndexMemo:
         self._history: list[tuple] = []          # (version, names its changed statements define, or None)
         self._since: dict[int, set | None] = {}  # touched_since answers for the current version
         self.walked = 0                          # statements walked by the last `index` (for tests)
+        # set by the parser that made the next tree when it left every statement it kept
+        # untouched (`splice_parse`): their shapes need no check; one `index` call only
+        self.untouched = False
 
     def index(self, module) -> Index:
         """`env.build_index(module)`, walking only the statements not seen unchanged before."""
@@ -94,6 +98,7 @@ class IndexMemo:
             return build_index(module)
 
     def _index(self, module) -> Index:
+        untouched, self.untouched = self.untouched, False
         pieces: dict[int, tuple] = {}
         order: list[Index] = []
         bare = False
@@ -108,7 +113,7 @@ class IndexMemo:
                     bare = True
                 continue
             old = self._pieces.get(id(child))
-            if old is not None and old[0] is child and _unchanged(old[1]):
+            if old is not None and old[0] is child and (untouched or _unchanged(old[1])):
                 shape, piece = old[1], old[2]
             else:
                 shape = _shape(child, [])

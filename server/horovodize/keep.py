@@ -211,16 +211,16 @@ class StaticRoles:
                 return False
         return not (root.type == "name" and call.method and root.value in bound)
 
-    def kept(self, stmt, memo: dict) -> list | None:
-        """The roles (per target) a dynamic statement got before, when nothing they read
-        can have changed since."""
+    def kept(self, stmt, memo: dict) -> tuple | None:
+        """(the names they read, the roles per target) a dynamic statement got before,
+        when nothing they read can have changed since."""
         entry = memo.get(("roles", id(stmt)))
         if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None:
             return None
         touched = self.env.index.touched_since(entry[0])
         if touched is None or not touched.isdisjoint(entry[2]):
             return None
-        return entry[3]
+        return entry[2], entry[3]
 
     def keep(self, stmt, memo: dict, targets, found: list, deps: list) -> None:
         index = self.env.index
@@ -234,14 +234,21 @@ class StaticRoles:
 
 
 class PieceBindings:
-    """The bindings and tapes one index piece added when every role in it was static: the
-    same for the same generation, so an unchanged piece adds them again at once, with its
-    share of the environment's tables (`Env.add_kept`)."""
+    """The bindings and tapes one index piece added: the same for the same generation when
+    every role in it was static (`deps` None), and, when some were read from other
+    bindings, also while none of the names they read (`deps`) has changed since `version`
+    (what `StaticRoles.kept` checks per statement, for the whole piece at once). An
+    unchanged piece adds them again at once, with its share of the environment's tables
+    (`Env.add_kept`)."""
 
-    __slots__ = ("gen", "tf1", "bindings", "tapes", "bound", "by_value", "local_keys", "module_keys")
+    __slots__ = ("gen", "tf1", "deps", "version", "bindings", "tapes", "bound", "by_value", "local_keys",
+                 "module_keys")
 
-    def __init__(self, gen, tf1: bool, bindings: list, tapes: list, module):
-        self.gen, self.tf1, self.bindings, self.tapes = gen, tf1, bindings, tapes
+    def __init__(self, roles: StaticRoles, deps: frozenset | None, bindings: list, tapes: list, module):
+        env = roles.env
+        self.gen = roles.gen if deps is None else roles.dynamic_gen
+        self.tf1, self.deps, self.version = env.tf1, deps, env.index.version
+        self.bindings, self.tapes = bindings, tapes
         self.bound = {b.name for b in bindings}
         self.by_value: dict = {}
         for b in bindings:
@@ -255,3 +262,13 @@ class PieceBindings:
         for b in bindings:
             keys = self.module_keys if b.scope is module else self.local_keys
             keys.setdefault((b.name, id(b.scope)), []).append(b)
+
+    def valid(self, roles: StaticRoles) -> bool:
+        if self.tf1 != roles.env.tf1:
+            return False
+        if self.deps is None:
+            return self.gen is roles.gen
+        if self.gen is not roles.dynamic_gen or self.version is None:
+            return False
+        touched = roles.env.index.touched_since(self.version)
+        return touched is not None and touched.isdisjoint(self.deps)

@@ -117,6 +117,16 @@ class IncrementalParser:
         self.starts: list[int] | None = None
         self.memo = IndexMemo()      # the analysis' work on the statements the parsers kept
         self.leaves: dict = {}       # each kept statement's leaves, for `splice`'s line shifts
+        self._indexed = -1           # the memo's version when `_spliced` was last reset
+        self._spliced = False        # every parse since then left the kept statements untouched
+
+    def _note_parse(self, spliced: bool) -> None:
+        """Tell the memo whether its kept statements are untouched since it last indexed
+        (then it skips their shape checks; a diff parse may have changed them)."""
+        if self.memo.version != self._indexed:
+            self._indexed, self._spliced = self.memo.version, True
+        self._spliced = self._spliced and spliced
+        self.memo.untouched = self._spliced
 
     def parse(self, text: str, line_starts: list[int] | None = None):
         starts = line_starts if line_starts is not None else splice_parse.line_starts(text)
@@ -127,6 +137,7 @@ class IncrementalParser:
             try:
                 module = splice_parse.splice(GRAMMAR, self.module, self.text, text, self.starts, starts,
                                              self.leaves)
+                self._note_parse(spliced=module is not None)
                 if module is None:
                     self.leaves.clear()          # the diff parser may change kept statements
                     diff = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
@@ -137,6 +148,7 @@ class IncrementalParser:
                 module = None
         if module is None:
             self.leaves.clear()
+            self._note_parse(spliced=False)
             module = GRAMMAR.parse(text)
         self.module, self.text, self.starts = module, text, starts
         return module
