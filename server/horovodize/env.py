@@ -190,6 +190,13 @@ class Index:
         or None when that is not known (too long ago, or a wholesale change)."""
         return self.history.touched_since(version) if self.history is not None else None
 
+    def unchanged_since(self, version, names) -> bool:
+        """No statement changed after `version` defines one of `names` (False: unknown)."""
+        if version is None:
+            return False
+        touched = self.touched_since(version)
+        return touched is not None and touched.isdisjoint(names)
+
     def parts(self) -> list:
         """The pieces in source order (the index itself when it was not built by pieces)."""
         return self.pieces or [self]

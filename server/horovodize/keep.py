@@ -137,10 +137,8 @@ def kept_target(env, call: N.Call):
     gen = class_generation(env)
     kept = call.__dict__.get("_target")
     if kept is not None and kept[1] is gen:
-        touched = env.index.touched_since(kept[0])
         target = kept[2]
-        if touched is not None and touched.isdisjoint(kept[3]) and \
-                (target is None or id(target) in env.index.def_owner):
+        if env.index.unchanged_since(kept[0], kept[3]) and (target is None or id(target) in env.index.def_owner):
             return target
     with reading(env) as deps:
         target = env._call_target(call)
@@ -157,11 +155,10 @@ def keep_targets(env) -> None:
     owners = env.index.def_owner
     for piece in env.index.parts():
         kept = piece.memo.get("targets")
-        if kept is not None and kept[1] is gen:
-            touched = env.index.touched_since(kept[0])
-            if touched is not None and touched.isdisjoint(kept[3]) and kept[4] <= owners.keys():
-                env._targets.update(kept[2])
-                continue
+        if kept is not None and kept[1] is gen and env.index.unchanged_since(kept[0], kept[3]) \
+                and kept[4] <= owners.keys():
+            env._targets.update(kept[2])
+            continue
         table, deps, alive, resolved = {}, set(), set(), []
         for call in local_calls(env, piece)[2]:
             target = table[(id(call.node), call.index)] = env.call_target(call)
@@ -215,10 +212,8 @@ class StaticRoles:
         """(the names they read, the roles per target) a dynamic statement got before,
         when nothing they read can have changed since."""
         entry = memo.get(("roles", id(stmt)))
-        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None:
-            return None
-        touched = self.env.index.touched_since(entry[0])
-        if touched is None or not touched.isdisjoint(entry[2]):
+        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None \
+                or not self.env.index.unchanged_since(entry[0], entry[2]):
             return None
         return entry[2], entry[3]
 
@@ -268,7 +263,4 @@ class PieceBindings:
             return False
         if self.deps is None:
             return self.gen is roles.gen
-        if self.gen is not roles.dynamic_gen or self.version is None:
-            return False
-        touched = roles.env.index.touched_since(self.version)
-        return touched is not None and touched.isdisjoint(self.deps)
+        return self.gen is roles.dynamic_gen and roles.env.index.unchanged_since(self.version, self.deps)
