@@ -159,6 +159,22 @@ def test_a_keystroke_reparses_only_its_statement():
         body = kept[changed[0]]
 
 
+def test_an_unfinished_statement_keeps_the_statements_after_it():
+    """`return x" a` is parsed with the class after it (an error could reach it); the
+    class comes out the same and stays the same object."""
+    text = "import os\n\ndef f(a):\n    return a\n\nclass C:\n    def g(self):\n        return 1\n\nx = f(1)\n"
+    parser = IncrementalParser()
+    kept = list(parser.parse(text).children)
+    at = text.index("return a") + len("return ")
+    for inserted in ('x" ', "x0.5 ", "1 +"):
+        new = text[:at] + inserted + text[at:]
+        module = parser.parse(new)
+        _same_as_fresh(module, new)
+        assert [c.type for c in module.children if all(c is not k for k in kept)] == ["funcdef"], inserted
+        parser.parse(text)
+        kept = list(parser.module.children)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text("ab\n", max_size=60), st.integers(0, 60), st.integers(0, 60), st.text("ab\n", max_size=5))
 def test_changed_span_is_the_one_run_that_differs(old, i, j, inserted):

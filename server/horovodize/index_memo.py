@@ -101,19 +101,20 @@ class IndexMemo:
         untouched, self.untouched = self.untouched, False
         pieces: dict[int, tuple] = {}
         order: list[Index] = []
-        bare = False
         added: list[Index] = []
         self.walked = 0
         for child in module.children:
-            if not hasattr(child, "children"):
-                if child.type == "name":         # (error recovery can leave a bare name)
-                    name = Index()
-                    name.names[child.value] = [child]
-                    order.append(name)
-                    bare = True
-                continue
             old = self._pieces.get(id(child))
-            if old is not None and old[0] is child and (untouched or _unchanged(old[1])):
+            if not hasattr(child, "children"):
+                if child.type != "name":
+                    continue
+                if old is not None and old[0] is child:   # (error recovery can leave a bare name)
+                    shape, piece = old[1], old[2]
+                else:
+                    shape, piece = [], Index()
+                    piece.names[child.value] = [child]
+                    added.append(piece)
+            elif old is not None and old[0] is child and (untouched or _unchanged(old[1])):
                 shape, piece = old[1], old[2]
             else:
                 shape = _shape(child, [])
@@ -124,7 +125,7 @@ class IndexMemo:
             order.append(piece)
         kept = {id(p[2]) for p in pieces.values()}
         removed = [p[2] for key, p in self._pieces.items() if id(p[2]) not in kept]
-        if bare or self._merged is None or len(added) + len(removed) > len(order) // 2:
+        if self._merged is None or len(added) + len(removed) > len(order) // 2:
             idx = _merge_all(order)
             self._count = {}
             touched = None

@@ -222,7 +222,8 @@ class _Run:
         if fits is not True:
             return fits
         lines = len(self.new_starts) - len(self.old_starts)
-        if lines and not at_end:
+        i, j, made = _same_ends(children, i, j, made, lines)
+        if lines:
             _shift(children[j + 1:], lines, self.leaves)
         for node in children[i:j + 1]:
             self.leaves.pop(id(node), None)
@@ -249,6 +250,25 @@ class _Run:
         if made and made[-1].start_pos[1] == 0 and _clean(made[-1:]) and _settled(children[j]):
             return True
         return _LATER
+
+
+def _same_ends(children, i: int, j: int, made: list, lines: int) -> tuple[int, int, list]:
+    """The run without the statements it parsed again unchanged: a statement that comes out
+    with the same code at the same place (its own text, parsed from the same clean state)
+    is the old one, which keeps its object (and the analysis kept for it). A run grown over
+    the statements after an unfinished one re-parses them; the class after a function being
+    edited would otherwise count as changed, and with it every name it defines."""
+    while made and j >= i and _same(children[j], made[-1], lines):
+        made, j = made[:-1], j - 1
+    while made and i <= j and _same(children[i], made[0], 0):
+        made, i = made[1:], i + 1
+    return i, j, made
+
+
+def _same(old, new, lines: int) -> bool:
+    start = old.start_pos
+    return (new.type == old.type and new.start_pos == (start[0] + lines, start[1])
+            and new.get_code() == old.get_code())
 
 
 class _Ends:
