@@ -7,9 +7,10 @@ sending ``didChange`` to receiving the ``publishDiagnostics`` for that version. 
 open time and keystroke p50/p95 per server and size, their ratios to ``ruff server``
 (the speed users compare with), each server's resident memory after the edits (VmRSS,
 and its peak VmHWM, from ``/proc/<pid>/status``), and, for reference, in-process
-timings of the server's own steps: the full parse and first analysis of the file, and
-per one-character edit the incremental parse and the analysis with the buffer's memo
-(``--no-reference`` skips them).
+timings of the server's own steps: the full parse and first analysis of the file, per
+one-character edit the incremental parse and the analysis with the buffer's memo, and
+p50/p95 of parse + analysis per keystroke while a new function is typed into the middle
+of the file (``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
                                           [--baseline GIT-REV] [--converted]
@@ -210,10 +211,27 @@ def reference(text: str) -> dict[str, float]:
             t = time.perf_counter()
             analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)
             analyses.append(time.perf_counter() - t)
+        typing = []
+        at = buffer.text.index("\ndef ", len(buffer.text) // 2) + 1
+        for char in TYPED:         # a new function typed in the middle of the file
+            start = buffer.position(at)
+            buffer = buffer.apply(types.TextDocumentContentChangePartial(
+                range=types.Range(start=start, end=start), text=char))
+            at += 1
+            t = time.perf_counter()
+            module = parser.parse(buffer.text, buffer.line_starts)
+            analyze(buffer.text, module=module, memo=parser.memo, line_starts=buffer.line_starts)
+            typing.append(time.perf_counter() - t)
     finally:
         if collecting:
             gc.enable()
-    return {"parse": parsed, "first": first, "diff": statistics.median(diffs), "analyze": statistics.median(analyses)}
+    return {"parse": parsed, "first": first, "diff": statistics.median(diffs), "analyze": statistics.median(analyses),
+            "typing50": percentile(typing, 50), "typing95": percentile(typing, 95)}
+
+
+# Typed one character at a time by the in-process reference: a function name, parameters,
+# a local that reads like a member alias until its call's `(` (``z = tf.cast``), a return.
+TYPED = "def scale_batch(images, factor):\n    scaled = tf.cast(images, tf.float32)\n    return scaled * factor\n\n"
 
 
 def ms(seconds: float) -> str:
@@ -275,17 +293,18 @@ async def main() -> int:
 
     print(f"\n{'lines':>6} {'server':<11} {'edits':>5} {'open ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
           f" {'open/ruff':>9} {'p95/ruff':>8} {'RSS MiB':>8} {'peak MiB':>8}"
-          f" | {'parse':>8} {'1st anal.':>9} {'edit parse':>10} {'edit anal.':>10}")
+          f" | {'parse':>8} {'1st anal.':>9} {'edit parse':>10} {'edit anal.':>10} {'typing p50':>10} {'typing p95':>10}")
     for lines, name, edits, opened, lat, rss, hwm, ref, base in rows:
         p95 = percentile(lat, 95)
         refs = (f" | {ms(ref['parse'])} {ms(ref['first']):>9} {ms(ref['diff']):>10} {ms(ref['analyze']):>10}"
-                if ref and name == "horovodize" else "")
+                f" {ms(ref['typing50']):>10} {ms(ref['typing95']):>10}" if ref and name == "horovodize" else "")
         print(f"{lines:>6} {name:<11} {edits:>5} {ms(opened)} {ms(percentile(lat, 50))} {ms(p95)} {ms(max(lat))}"
               f"  {ratio(opened, base and base[0])}  {ratio(p95, base and percentile(base[1], 95))}"
               f" {rss:8.0f} {hwm:8.0f}{refs}")
     print("\n(open: didOpen -> publishDiagnostics; p50/p95/max: didChange -> publishDiagnostics over stdio;"
-          " RSS after the edits, peak = VmHWM; the last four columns are the server's steps in this"
-          " process: full parse, first analysis, and per edit (median) the incremental parse and analysis, ms)")
+          " RSS after the edits, peak = VmHWM; the last six columns are the server's steps in this"
+          " process: full parse, first analysis, per edit (median) the incremental parse and analysis, and"
+          " parse + analysis per keystroke while a new three-line function is typed in the middle of the file, ms)")
     return 0
 
 
