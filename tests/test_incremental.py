@@ -298,3 +298,55 @@ ROLE_EDITS = [
 
 def test_roles_read_from_a_changed_binding_are_found_again():
     _edit_others(ROLES, ROLE_EDITS, 3, "pipeline()")
+
+
+LOCALS = '''import functools
+
+import tensorflow as tf
+
+
+def make_optimizer(lr):
+    return tf.keras.optimizers.Adam(lr)
+
+
+def main():
+    ds = tf.data.Dataset.from_tensor_slices(([1.0], [2.0])).batch(2)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    build = functools.partial(make_optimizer, 0.01)
+    opt = build()
+    for x, y in ds:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(x) - y)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+
+
+def helper(v):
+    return v
+
+
+main()
+'''
+
+# A function's locals are not in the file-wide generations (keep.StaticRoles): adding or
+# removing `build` as a local of another function, or at module level, must not leave a
+# kept answer about `opt = build()` (a role through a local wrapper) wrong.
+LOCAL_EDITS = [("    return v\n", "    build = v\n    return build\n"),
+               ("    build = v\n    return build\n", "    return v\n"),
+               ("\n\nmain()\n", "\n\nbuild = helper\nmain()\n"),
+               ("\n\nbuild = helper\nmain()\n", "\n\nmain()\n")]
+
+# `opt = build()` with no `build` anywhere, then one bound at module level before `main`
+# (inside the imports' statement, so `main` keeps its index): the role (an optimizer
+# through the wrapper) must be found although `main()` is kept, and dropped again.
+OUTER = LOCALS.replace("    build = functools.partial(make_optimizer, 0.01)\n", "")
+BOUND = "import tensorflow as tf; build = functools.partial(make_optimizer, 0.1)\n"   # (one statement)
+OUTER_EDITS = [("import tensorflow as tf\n", BOUND), (BOUND, "import tensorflow as tf\n")]
+
+
+def test_a_local_wrapper_keeps_its_role_while_other_statements_bind_its_name():
+    assert "HVD021" in [f.code for f in analyze(LOCALS).findings]      # opt = build(): an optimizer
+    _edit_others(LOCALS, LOCAL_EDITS, 3, "main()")
+    assert "HVD021" not in [f.code for f in analyze(OUTER).findings]
+    assert "HVD021" in [f.code for f in analyze(OUTER.replace(*OUTER_EDITS[0])).findings]
+    _edit_others(OUTER, OUTER_EDITS, 3, "main()")

@@ -345,6 +345,7 @@ class Env:
     def __post_init__(self):
         self._by_key: dict[tuple, list[Binding]] = {}
         self._bound: set[str] = set()          # every name that has a binding in some scope
+        self.outer_bound: set[str] = set()     # ... where other top-level statements see it (`_bound_names`)
         self._by_value: dict[int, Binding] = {}
         self._methods: dict[int, dict] = {}
         self._targets: dict[tuple, object] = {}
@@ -783,10 +784,11 @@ def build_env(source: Source, memo=None) -> Env:
     _member_aliases(env)
     _collect_classes(env)
     pieces = env.index.parts()
-    bound: set = set()                  # every name an assignment will bind (= the final `_bound`)
+    outer: set = set()                  # the names bound where other statements can see them
     for piece in pieces:
-        bound |= _bound_names(env, piece)
-    roles = keep.StaticRoles(env, bound)
+        outer |= _bound_names(env, piece)[1]
+    env.outer_bound = outer
+    roles = keep.StaticRoles(env, outer)
     for piece in pieces:
         memo = piece.memo
         kept = memo.get("bindings")
@@ -1147,17 +1149,23 @@ def _shape_of(env: Env, memo: dict, stmt, owner):
     return shape
 
 
-def _bound_names(env: Env, piece: Index) -> set:
-    """The names the piece's assignments bind (their shapes made on the way), kept in its memo."""
+def _bound_names(env: Env, piece: Index) -> tuple[set, set]:
+    """(the names the piece's assignments bind, those of them other top-level statements
+    can see: module- and class-level, ``global``, ``self.x``), kept in its memo (the
+    shapes are made on the way). A function's locals are seen only inside the statement
+    that holds the function, so a new local changes no answer kept for another statement."""
     names = piece.memo.get("bound_names")
     if names is None:
-        names = set()
+        every, outer = set(), set()
         memo = piece.memo
         for stmt, owner in piece.assignments:
             shape = _shape_of(env, memo, stmt, owner)
             if shape is not _NOT_BOUND:
-                names.update(target[0] for target in shape[2])
-        piece.memo["bound_names"] = names
+                for name, scope, _stop, _plain in shape[2]:
+                    every.add(name)
+                    if scope is None or scope.type != "funcdef":
+                        outer.add(name)
+        names = piece.memo["bound_names"] = (every, outer)
     return names
 
 

@@ -49,11 +49,14 @@ def alias_generation(aliases: dict) -> object:
 
 
 def names_generation(env) -> object:
-    """(aliases, bound names, classes, functions) of a finished environment: what
-    `Env.may_call_local` and callee qualnames read."""
+    """(aliases, bound names other statements see, classes, functions) of a finished
+    environment: what `Env.may_call_local` and callee qualnames read. A function's local
+    names are left out: `may_call_local` may answer True for another statement's call
+    because of one, but no lookup from there sees it, so the call's target (None) and
+    what the loop summary makes of it are the same."""
     gen = env.__dict__.get("_names_gen")
     if gen is None:
-        key = (env._alias_gen, frozenset(env._bound), frozenset(env.all_classes), frozenset(env.functions))
+        key = (env._alias_gen, frozenset(env.outer_bound), frozenset(env.all_classes), frozenset(env.functions))
         gen = env.__dict__["_names_gen"] = intern(key)
     return gen
 
@@ -175,14 +178,15 @@ class StaticRoles:
     """Roles of ``name = <call>`` kept with their statement.
 
     Static: no binding can change the role (the callee names no local function, class,
-    ``self`` or bound name, and no method chain starts at a bound name, ``ds.batch(32)``):
+    ``self`` or bound name, and no method chain starts at a bound name, ``ds.batch(32)``;
+    bound names are those other statements see and the statement's own, `_bound_names`):
     it is the callee qualname's, a dataset chain's or a Keras subclass's, kept under the
     generation of aliases, bound names, classes and functions. Dynamic roles (the others)
     are kept with the names they read (`kept`, `keep`)."""
 
-    def __init__(self, env, bound: set):
-        self.env, self.bound = env, bound
-        self.gen = intern(("roles", env._alias_gen, frozenset(bound), frozenset(env.all_classes),
+    def __init__(self, env, outer: set):
+        self.env, self.bound = env, outer
+        self.gen = intern(("roles", env._alias_gen, frozenset(outer), frozenset(env.all_classes),
                            frozenset(env.classes), frozenset(env.functions)))
         self.dynamic_gen = intern(("dynamic", self.gen, class_generation(env), env.tf1))
 
@@ -191,12 +195,13 @@ class StaticRoles:
         cached = memo.get(("role", id(stmt)))
         if cached is not None and cached[0] is self.gen:
             return cached[1]
-        role = self.env.role_of_call(call, stmt) if self._static(call) else DYNAMIC
+        role = self.env.role_of_call(call, stmt) if self._static(call, memo["bound_names"][0]) else DYNAMIC
         memo[("role", id(stmt))] = (self.gen, role)
         return role
 
-    def _static(self, call: N.Call) -> bool:
-        env, bound = self.env, self.bound
+    def _static(self, call: N.Call, own: set) -> bool:
+        """`own`: the names the call's own top-level statement binds (its locals among them)."""
+        env, outer = self.env, self.bound
         root = call.node.children[0]
         callee = call.callee_dotted()
         if callee is None:
@@ -204,9 +209,10 @@ class StaticRoles:
                 return False                     # ``Trainer().train()``
         else:
             obj = callee.rpartition(".")[0] or callee
-            if obj == "self" or obj in bound or obj in env.all_classes or (obj is callee and obj in env.functions):
+            if obj == "self" or obj in outer or obj in own or obj in env.all_classes \
+                    or (obj is callee and obj in env.functions):
                 return False
-        return not (root.type == "name" and call.method and root.value in bound)
+        return not (root.type == "name" and call.method and (root.value in outer or root.value in own))
 
     def kept(self, stmt, memo: dict) -> tuple | None:
         """(the names they read, the roles per target) a dynamic statement got before,
