@@ -40,6 +40,26 @@ async def test_pending_sees_unread_messages_until_they_are_read():
         assert not reader.pending()
 
 
+async def test_an_overlong_line_is_skipped_and_the_next_message_read():
+    read_fd, write_fd = os.pipe()
+    with open(read_fd, "rb", buffering=0) as stdin:
+        reader = await _pipe_reader(stdin)
+        message = _message({"jsonrpc": "2.0", "method": "x"})
+
+        async def feed():
+            os.write(write_fd, b"X" * (3 << 20) + b"\r\n")
+            os.write(write_fd, message)
+
+        writer = asyncio.get_running_loop().run_in_executor(None, lambda: asyncio.run(feed()))
+        lines = []
+        while not lines or not lines[-1].startswith(b"Content-Length"):
+            lines.append(await reader.readline())
+        await writer
+        assert all(len(line) < 1 << 20 for line in lines)
+        assert lines[-1] == message.split(b"\r\n")[0] + b"\r\n"
+        os.close(write_fd)
+
+
 def test_a_stdin_that_is_not_a_pipe_is_still_served(tmp_path):
     requests = tmp_path / "requests"
     requests.write_bytes(b"".join([

@@ -23,6 +23,9 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
 log = logging.getLogger(__name__)
 
+_LIMIT = 1 << 20                           # the longest header line kept (bodies have no limit)
+_SKIPPED = b"X-Horovodize-Skipped: line too long\r\n"   # a header the message loop ignores
+
 
 class PipeReader:
     """readline/readexactly over the loop's own reading of a pipe."""
@@ -31,7 +34,11 @@ class PipeReader:
         self._reader, self._fd = reader, fd
 
     async def readline(self) -> bytes:
-        return await self._reader.readline()
+        try:
+            return await self._reader.readline()
+        except ValueError:            # a line over the limit (no header is): StreamReader dropped it
+            log.warning("skipped a line of more than %d bytes from the client", _LIMIT)
+            return _SKIPPED
 
     async def readexactly(self, n: int) -> bytes:
         try:
@@ -51,7 +58,7 @@ class PipeReader:
 
 async def _pipe_reader(stdin) -> PipeReader | None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20)
+    reader = asyncio.StreamReader(limit=_LIMIT)
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except (ValueError, OSError, NotImplementedError):   # not a pipe, socket or tty; or no support
