@@ -132,6 +132,8 @@ def test_retyping_lines_gives_the_tree_of_a_fresh_parse_at_every_keystroke(which
     # an unclosed bracket swallows the statements after it, and closing it frees them
     ("a = f(1\nb = 2\nc = 3\n", "a = f(1)\nb = 2\nc = 3\n"),
     ("a = f(1)\nb = 2\nc = 3\n", "a = f(1\nb = 2\nc = 3\n"),
+    # a `\n` typed after a lone `\r` joins it into one line break, the previous statement's
+    ("x = 1\r\r\ny = 2\r\n", "x = 1\r\n\r\ny = 2\r\n"),
     # an unclosed triple-quoted string
     ("a = 1\nb = 2\n", 'a = """1\nb = 2\n'),
 ])

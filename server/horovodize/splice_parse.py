@@ -11,7 +11,9 @@ statement to the end of the last touched one, and replace the old ones in
 whole lines when the edit added or removed some.
 
 The spliced tree is the tree a full parse gives when the parser is in the same clean state
-(top level, no open bracket or string, column 0) at both ends of the run. At the start:
+(top level, no open bracket or string, column 0) at both ends of the run, and both ends
+are line starts of the old and the new text (a ``\n`` typed after a lone ``\r`` makes one
+line break of them, the previous statement's). At the start:
 the statement before the run is a whole clean statement at column 0 (else the run starts
 earlier: the edit may be completing it), and the run's first line is not indented and is
 not an `else:`/`except:` that would join it (else the run takes that statement in too). At
@@ -199,6 +201,10 @@ class _Run:
     def attempt(self, i: int, j: int, tail: bool):
         children = self.module.children
         first = children[i - 1].end_pos[0] if i else 1
+        old_from = self.old_starts[first - 1]
+        k = bisect.bisect_left(self.new_starts, old_from)
+        if k == len(self.new_starts) or self.new_starts[k] != old_from:
+            return _EARLIER                           # ``\r`` + a typed ``\n``: one line break now
         at_end = j == len(children) - 1
         if at_end:
             new_stop = len(self.new)
@@ -212,7 +218,7 @@ class _Run:
                 return _LATER                         # the run would end inside a line
         if _position(self.new_starts, new_stop)[0] - first > MAX_LINES:
             return None
-        text = self.new[self.old_starts[first - 1]:new_stop]
+        text = self.new[old_from:new_stop]
         tokens = tokenize_lines(split_lines(text, keepends=True), version_info=self.grammar.version_info,
                                 start_pos=(first, 0), is_first_token=first == 1)
         made = Parser(self.grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens).children
