@@ -48,7 +48,7 @@ class PipeReader:
 
     def pending(self) -> bool:
         """Bytes the server has received or could read now but has not handled yet."""
-        if len(self._reader._buffer):                 # noqa: SLF001 (StreamReader has no public size)
+        if len(self._reader._buffer):                 # (StreamReader has no public size)
             return True
         try:
             return bool(select.select([self._fd], [], [], 0)[0]) and not self._reader.at_eof()
@@ -68,7 +68,7 @@ async def _pipe_reader(stdin) -> PipeReader | None:
 
 def start_io(server) -> None:
     """`LanguageServer.start_io` over stdin/stdout, with `server.input_pending` set."""
-    server._stop_event = threading.Event()                              # noqa: SLF001 (as pygls sets it)
+    server._stop_event = threading.Event()                              # (as pygls's start_io sets it)
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
     async def main():
@@ -78,7 +78,7 @@ def start_io(server) -> None:
             reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
         else:
             server.input_pending = reader.pending
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,  # noqa: SLF001
+        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
                         logger=log, error_handler=server.report_server_error)
 
     try:
