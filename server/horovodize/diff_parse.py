@@ -18,47 +18,22 @@ from __future__ import annotations
 
 from parso.python.diff import DiffParser
 
-_CHUNK = 512
-
-
-def _common_prefix(old: list[str], new: list[str]) -> int:
-    limit = min(len(old), len(new))
-    p = 0
-    while p + _CHUNK <= limit and old[p:p + _CHUNK] == new[p:p + _CHUNK]:
-        p += _CHUNK
-    while p < limit and old[p] == new[p]:
-        p += 1
-    return p
-
-
-def _common_suffix(old: list[str], new: list[str], floor: int) -> int:
-    """Equal lines at the end, not reaching into the first `floor` lines of either."""
-    limit = min(len(old), len(new)) - floor
-    s = 0
-    n, m = len(old), len(new)
-    while s + _CHUNK <= limit and old[n - s - _CHUNK:n - s] == new[m - s - _CHUNK:m - s]:
-        s += _CHUNK
-    while s < limit and old[n - s - 1] == new[m - s - 1]:
-        s += 1
-    return s
-
+from .splice_parse import changed_span
 
 def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
     """`difflib.SequenceMatcher.get_opcodes` for one changed run of lines."""
-    p = _common_prefix(old, new)
-    s = _common_suffix(old, new, p)
+    p, i2, j2 = changed_span(old, new)          # (lists of lines compare as strings do)
     n, m = len(old), len(new)
     out = []
     if p:
         out.append(("equal", 0, p, 0, p))
-    i2, j2 = n - s, m - s
     if p < i2 and p < j2:
         out.append(("replace", p, i2, p, j2))
     elif p < j2:
         out.append(("insert", p, i2, p, j2))
     elif p < i2:
         out.append(("delete", p, i2, p, j2))
-    if s:
+    if i2 < n:
         out.append(("equal", i2, n, j2, m))
     return out
 

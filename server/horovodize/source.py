@@ -17,6 +17,12 @@ import parso
 from parso.python import tree as pt
 
 GRAMMAR = parso.load_grammar(version="3.13")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")     # parso's line breaks, and LSP's
+
+
+def line_table(text: str) -> list[int]:
+    """Offsets of the first character of each line."""
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
 
 
 # Deepest parso tree analysed (each bracket, call, lambda or block adds one or two levels;
@@ -90,8 +96,7 @@ class Source:
         self.module = module if module is not None else GRAMMAR.parse(text)
         # Offsets of the first character of each line; parso counts \r\n, \r and \n (so
         # does LSP: the language server passes its buffer's table, kept across edits).
-        self._line_starts = line_starts if line_starts is not None else \
-            [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        self._line_starts = line_starts if line_starts is not None else line_table(text)
 
     # -- positions -----------------------------------------------------------------
     def offset(self, pos: tuple[int, int]) -> int:

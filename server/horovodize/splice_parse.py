@@ -33,7 +33,6 @@ most of it moving the positions of the statements after it).
 from __future__ import annotations
 
 import bisect
-import re
 
 from parso.python.parser import Parser
 from parso.python.tokenize import tokenize_lines
@@ -43,18 +42,13 @@ from parso.utils import split_lines
 MAX_LINES = 400          # a longer run (a big class) costs more to parse alone than to diff
 _ERRORS = frozenset({"error_node", "error_leaf"})
 _CONTINUES = frozenset({"else", "elif", "except", "finally"})   # would join the statement before
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BACK = 12             # how many unfinished statements before the edit may join the run
 _TRIES = 4             # runs tried for one change before handing it to the diff parser
 
 
-def line_starts(text: str) -> list[int]:
-    """Offsets where lines start (breaks at \\r\\n, \\r, \\n, as parso and LSP split)."""
-    return [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-
-
-def changed_span(old: str, new: str) -> tuple[int, int, int]:
-    """(start, old end, new end) of the one run of characters where `old` and `new` differ.
+def changed_span(old, new) -> tuple[int, int, int]:
+    """(start, old end, new end) of the one run where `old` and `new` (strings, or lists of
+    lines for `diff_parse`) differ.
 
     Equal slices are compared in chunks that double while they match (a keystroke in a
     50,000-line buffer costs a few dozen comparisons, in C).

@@ -49,7 +49,7 @@ from .. import __version__, splice_parse
 from ..engine import Analysis, Cancelled, analyze
 from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
-from ..source import GRAMMAR, Source
+from ..source import GRAMMAR, Source, line_table
 from . import convert, stdio
 from .options import Options
 from .text import UTF16, Text
@@ -129,7 +129,7 @@ class IncrementalParser:
         self.memo.untouched = self._spliced
 
     def parse(self, text: str, line_starts: list[int] | None = None):
-        starts = line_starts if line_starts is not None else splice_parse.line_starts(text)
+        starts = line_starts if line_starts is not None else line_table(text)
         module = None
         if self.module is not None:
             if text == self.text:
@@ -256,7 +256,7 @@ class HorovodizeServer(LanguageServer):
     # -- documents ---------------------------------------------------------------------
     def open(self, uri: str, text: str, version: int | None) -> None:
         self.documents[uri] = Document(uri, version, Text(text))
-        self.schedule(uri, delay=0.0)
+        self.schedule(uri)
 
     def change(self, uri: str, version: int | None, changes) -> None:
         doc = self.documents.get(uri)
@@ -405,18 +405,16 @@ class HorovodizeServer(LanguageServer):
         """Unread client messages are waiting (set by `stdio.start_io` when stdin is a pipe)."""
         return False
 
-    def schedule(self, uri: str, delay: float = 0.0) -> None:
+    def schedule(self, uri: str) -> None:
         if self.pull_diagnostics:
             return
         task = self._scheduled.pop(uri, None)
         if task is not None:
             task.cancel()
-        self._scheduled[uri] = asyncio.get_running_loop().create_task(self._publish_later(uri, delay))
+        self._scheduled[uri] = asyncio.get_running_loop().create_task(self._publish_later(uri))
 
-    async def _publish_later(self, uri: str, delay: float) -> None:
+    async def _publish_later(self, uri: str) -> None:
         try:
-            if delay:
-                await asyncio.sleep(delay)
             entry = await self.analysis(uri)
             for _ in range(INPUT_WAIT_STEPS):        # a newer change may be among them: its
                 if not self.input_pending():         # handler cancels this task

@@ -11,16 +11,14 @@ its offsets refer to.
 from __future__ import annotations
 
 import bisect
-import re
 
 from lsprotocol import types
+
+from ..source import LINE_BREAK, line_table
 
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
 UTF32 = types.PositionEncodingKind.Utf32.value
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
 
 def units(s: str, encoding: str) -> int:
     """Length of `s` in the encoding's code units."""
@@ -57,7 +55,7 @@ class Text:
     @property
     def line_starts(self) -> list[int]:
         if self._starts is None:
-            self._starts = [0] + [m.end() for m in _LINE_BREAK.finditer(self.text)]
+            self._starts = line_table(self.text)
         return self._starts
 
     def _line_bounds(self, line: int) -> tuple[int, int]:
@@ -114,5 +112,5 @@ class Text:
         a = bisect.bisect_right(starts, max(0, start - 1)) - 1
         b = bisect.bisect_right(starts, end + 1)
         window_end = (starts[b] + delta) if b < len(starts) else len(text)
-        middle = [m.end() for m in _LINE_BREAK.finditer(text, starts[a], window_end)]
+        middle = [m.end() for m in LINE_BREAK.finditer(text, starts[a], window_end)]
         return starts[:a + 1] + middle + [s + delta for s in starts[b + 1:]]
