@@ -350,3 +350,34 @@ def test_a_local_wrapper_keeps_its_role_while_other_statements_bind_its_name():
     assert "HVD021" not in [f.code for f in analyze(OUTER).findings]
     assert "HVD021" in [f.code for f in analyze(OUTER.replace(*OUTER_EDITS[0])).findings]
     _edit_others(OUTER, OUTER_EDITS, 3, "main()")
+
+
+LATE = '''import tensorflow as tf
+
+dataset = tf.data.Dataset.from_tensor_slices(([1.0] * 8, [2.0] * 8)).batch(2)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.1)
+
+
+def step(x, y):
+    pass
+
+
+for x, y in dataset:
+    train_step(x, y)
+'''
+
+# The loop's call names no function until an edit elsewhere writes one: the loop statement
+# is kept, and what its calls resolve to must be found again (its kept call targets were
+# made when `train_step(...)` could not run local code, and read no name then).
+LATE_EDITS = [("def step(x, y):\n    pass\n",
+               "def train_step(x, y):\n"
+               "    with tf.GradientTape() as tape:\n"
+               "        loss = tf.reduce_mean(model(x) - y)\n"
+               "    grads = tape.gradient(loss, model.trainable_variables)\n"
+               "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n")]
+
+
+def test_a_function_written_after_its_caller_is_found_from_the_kept_caller():
+    _edit_others(LATE, LATE_EDITS, 5, "the loop")
+    assert "HVD041" in [f.code for f in analyze(LATE.replace(*LATE_EDITS[0])).findings]

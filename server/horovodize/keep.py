@@ -151,25 +151,29 @@ def kept_target(env, call: N.Call):
 
 def keep_targets(env) -> None:
     """Once the environment is finished: each piece's call targets, from its memo when
-    none can have changed, into the version's table that `Env.call_target` reads first."""
+    none can have changed, into the version's table that `Env.call_target` reads first.
+    The table covers the piece's `local_calls`: a call that could not run local code read
+    no name, so the table is also made again when those calls are found again (a function
+    or binding of their names written elsewhere changes the names generation)."""
     if env.index.version is None:
         return
     gen = class_generation(env)
     owners = env.index.def_owner
     for piece in env.index.parts():
+        calls = local_calls(env, piece)
         kept = piece.memo.get("targets")
-        if kept is not None and kept[1] is gen and env.index.unchanged_since(kept[0], kept[3]) \
-                and kept[4] <= owners.keys():
+        if kept is not None and kept[1] is gen and kept[6] is calls \
+                and env.index.unchanged_since(kept[0], kept[3]) and kept[4] <= owners.keys():
             env._targets.update(kept[2])
             continue
         table, deps, alive, resolved = {}, set(), set(), []
-        for call in local_calls(env, piece)[2]:
+        for call in calls[2]:
             target = table[(id(call.node), call.index)] = env.call_target(call)
             deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
             if target is not None:
                 alive.add(id(target))
                 resolved.append((call, target))
-        piece.memo["targets"] = (env.index.version, gen, table, frozenset(deps), alive, resolved)
+        piece.memo["targets"] = (env.index.version, gen, table, frozenset(deps), alive, resolved, calls)
     env._targets_kept = True
 
 
