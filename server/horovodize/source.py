@@ -16,6 +16,8 @@ from functools import cached_property
 import parso
 from parso.python import tree as pt
 
+from . import fast_parse
+
 GRAMMAR = parso.load_grammar(version="3.13")
 LINE_BREAK = re.compile(r"\r\n|\r|\n")     # parso's line breaks, and LSP's
 
@@ -93,7 +95,7 @@ class Source:
 
     def __init__(self, text: str, module: pt.Module | None = None, line_starts: list[int] | None = None):
         self.text = text
-        self.module = module if module is not None else GRAMMAR.parse(text)
+        self.module = module if module is not None else fast_parse.parse(GRAMMAR, text)
         # Offsets of the first character of each line; parso counts \r\n, \r and \n (so
         # does LSP: the language server passes its buffer's table, kept across edits).
         self._line_starts = line_starts if line_starts is not None else line_table(text)

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import bisect
 
-from parso.python.parser import Parser
 from parso.python.tokenize import tokenize_lines
 from parso.tree import BaseNode
 from parso.utils import split_lines
+
+from .fast_parse import FastParser
 
 MAX_LINES = 400          # a longer run (a big class) costs more to parse alone than to diff
 _ERRORS = frozenset({"error_node", "error_leaf"})
@@ -215,7 +216,7 @@ class _Run:
         text = self.new[old_from:new_stop]
         tokens = tokenize_lines(split_lines(text, keepends=True), version_info=self.grammar.version_info,
                                 start_pos=(first, 0), is_first_token=first == 1)
-        made = Parser(self.grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens).children
+        made = FastParser(self.grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens).children
         if not at_end and made.pop().prefix:
             return _LATER                             # trailing comments belong to the next statement
         fits = self._fits(made, children, i, j, at_end, tail)

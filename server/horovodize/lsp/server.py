@@ -45,7 +45,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from .. import __version__, splice_parse
+from .. import __version__, fast_parse, splice_parse
 from ..engine import Analysis, Cancelled, analyze
 from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
@@ -149,7 +149,7 @@ class IncrementalParser:
         if module is None:
             self.leaves.clear()
             self._note_parse(spliced=False)
-            module = GRAMMAR.parse(text)
+            module = fast_parse.parse(GRAMMAR, text)
         self.module, self.text, self.starts = module, text, starts
         return module
 

@@ -1,0 +1,66 @@
+"""`fast_parse` builds the tree parso's own parser builds: same node classes, types, leaves
+(value, prefix, position) and parents, on every Python file the project has (the rule
+fixtures, the Horovod-tier programs, the examples, the server's own code) and on those
+files after random edits that break them (error recovery runs parso's own code over the
+stack the fast loop writes out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from horovodize.fast_parse import parse
+from horovodize.source import GRAMMAR
+
+ROOT = Path(__file__).parent.parent
+FILES = sorted(p for folder in ("tests", "examples", "server") for p in (ROOT / folder).rglob("*.py"))
+TEXTS = [p.read_text(encoding="utf-8", errors="replace") for p in FILES]
+SMALL = [t for t in TEXTS if len(t) < 20_000]
+
+# Tokens that open or close constructs, start statements, or cannot start anything.
+SNIPPETS = ["x", "\n", "    ", "(", ")", "[", "]", "{", ":", ",", "#", "'", '"""', "\\\n", "\r\n", "\r",
+            "\t", "def f():\n    return 1\n", "if x:\n", "    pass\n", "class A:\n", "import os\n",
+            "é😀", "@dec\n", "else:\n", "except E:\n", "f'{", "f'{x!r:>{w}}'", "lambda", "*", "**",
+            "async ", "await ", "match x:\n", "    case [1, *r]:\n", ":=", "yield", "print ", "`", "$",
+            "->", "...", "0x", "1e", "not in", "is not", "global x\n", "with a as b, c:\n", "\x00"]
+
+
+def same_tree(a, b) -> None:
+    todo = [(a, b, None, None)]
+    while todo:
+        x, y, x_parent, y_parent = todo.pop()
+        assert type(x) is type(y) and x.type == y.type, (x, y)
+        assert x_parent is None or (x.parent is x_parent and y.parent is y_parent), (x, y)
+        if hasattr(x, "children"):
+            assert len(x.children) == len(y.children), (x, y, x.children, y.children)
+            todo.extend((c, d, x, y) for c, d in zip(x.children, y.children))
+        else:
+            assert (x.value, x.prefix, x.start_pos) == (y.value, y.prefix, y.start_pos), (x, y)
+
+
+def test_every_file_of_the_project_parses_to_parsos_tree():
+    assert len(TEXTS) > 300
+    for text in TEXTS:
+        same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
+
+
+@pytest.mark.parametrize("text", ["", "\n", "x", "(", "def", "    x\n", "if x:\n", "f'{", "else:\n  1\n",
+                                  "class A:\n def f(self):\n  return (\n", "\ufeffx = 1\r\n", "\\"])
+def test_tiny_and_unfinished_buffers(text):
+    same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
+
+
+edit = st.tuples(st.floats(0, 1), st.integers(0, 30), st.sampled_from(SNIPPETS))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(SMALL))), st.lists(edit, min_size=1, max_size=5))
+def test_broken_buffers_parse_to_parsos_tree(which, edits):
+    text = SMALL[which]
+    for where, cut, snippet in edits:
+        at = int(where * len(text))
+        text = text[:at] + snippet + text[at + cut:]
+    same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
