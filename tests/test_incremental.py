@@ -381,3 +381,52 @@ LATE_EDITS = [("def step(x, y):\n    pass\n",
 def test_a_function_written_after_its_caller_is_found_from_the_kept_caller():
     _edit_others(LATE, LATE_EDITS, 5, "the loop")
     assert "HVD041" in [f.code for f in analyze(LATE.replace(*LATE_EDITS[0])).findings]
+
+
+ALIASED = '''import tensorflow as tf
+
+
+def build():
+    opt = make(0.01)
+    return opt
+
+
+def helper():
+    make = None
+    return make
+
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=build(), loss="mse")
+model.fit(tf.data.Dataset.range(8).map(lambda v: (v, v)).batch(2), epochs=1)
+'''
+
+
+def test_an_alias_written_in_one_function_changes_what_a_kept_function_reads():
+    """Member aliases are file-wide: ``make = tf.keras.optimizers.SGD`` in `helper` makes
+    `build`'s ``make(0.01)`` an optimizer (R3 blocks the conversion). `build` is kept, and
+    writes the name, so the tables' generation must change (`keep.generation`)."""
+    edits = [("make = None", "make = tf.keras.optimizers.SGD"), ("make = tf.keras.optimizers.SGD", "make = None")]
+    _edit_others(ALIASED, edits, 1, "build()")
+    codes = [f.code for f in analyze(ALIASED.replace(*edits[0])).findings]
+    assert "HVD-R3" in codes and "HVD002" not in codes
+
+
+def test_names_written_only_in_the_typed_function_keep_the_generations():
+    """Typing a new function whose names are written nowhere else (a new function name, a
+    local that is a member alias until its ``(``) keeps every generation object, so the
+    answers kept in the other statements are reused; each analysis equals a fresh one."""
+    text = _generated()
+    at = text.index("\n\ndef ", len(text) // 2) + 1
+    typed = "def scale_batch(images, factor):\n    scaled = tf.cast(images, tf.float32)\n    return scaled * factor\n\n"
+    assert "scale_batch" not in text and "scaled" not in text
+    buffer = Buffer()
+    try:
+        buffer.analyse(text)
+        generations = dict(buffer.parser.memo.generations)
+        for i in range(1, len(typed) + 1):
+            buffer.analyse(text[:at] + typed[:i] + text[at:])
+        kept = {kind: found[2] is buffer.parser.memo.generations[kind][2] for kind, found in generations.items()}
+        assert kept and all(kept.values()), kept
+    finally:
+        buffer.close()

@@ -1015,7 +1015,7 @@ def _member_aliases(env: Env) -> None:
                 env.member_aliases[name] = stmt
                 env.aliases[name] = q
     env._callee_q.clear()      # the aliases are final from here on
-    env._alias_gen = keep.alias_generation(env.aliases)
+    env._alias_gen = keep.alias_generation(env)
 
 
 def _alias_candidates(index: Index) -> list:

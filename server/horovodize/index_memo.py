@@ -84,6 +84,10 @@ class IndexMemo:
         self._history: list[tuple] = []          # (version, names its changed statements define, or None)
         self._since: dict[int, set | None] = {}  # touched_since answers for the current version
         self.walked = 0                          # statements walked by the last `index` (for tests)
+        self._added: list[Index] = []            # the pieces new in this version
+        # keep.generation: kind -> (version, tables, object), and (kind, tables) -> object
+        self.generations: dict[str, tuple] = {}
+        self.by_table: dict[tuple, object] = {}
         # set by the parser that made the next tree when it left every statement it kept
         # untouched (`splice_parse`): their shapes need no check; one `index` call only
         self.untouched = False
@@ -135,6 +139,7 @@ class IndexMemo:
             for piece in removed + added:
                 touched |= defined_names(piece)
         self._next_version(touched)
+        self._added = added
         idx.pieces, idx.version, idx.history = order, self.version, self
         self._pieces, self._merged = pieces, idx
         return idx
@@ -153,6 +158,17 @@ class IndexMemo:
         if touched is not None and names:
             touched |= names
             self._since = {}
+
+    def only_in_changed(self, names) -> bool:
+        """Each of `names` is written (as a name) only in statements new in this version,
+        so no statement kept from the previous one can have read what it stands for."""
+        count = self._count.get("names")
+        if count is None or not self._history or self._history[-1][1] is None:
+            return False
+        for name in names:
+            if "." in name or count.get(name, 0) != sum(name in piece.names for piece in self._added):
+                return False
+        return True
 
     def touched_since(self, version: int) -> set | None:
         """The names defined by the statements that changed in the versions after

@@ -9,8 +9,9 @@ facts are kept there:
   right while the piece lives;
 * facts that also read file-wide tables (callee qualnames, static roles, the calls by
   qualname, the calls that may run a local function): kept under a *generation*, one
-  interned object per distinct table (aliases; bound names, classes and functions; the
-  class structure), compared by identity;
+  object per distinct table in the buffer's history (aliases; bound names, classes and
+  functions; the class structure), compared by identity, and carried over to the next
+  version when the tables change only in names no kept statement writes (`generation`);
 * facts that read particular bindings and functions (a call's target, a role read from
   another binding): kept with the names they read, recorded as they are computed, and the
   index version. They are reused while the generation is the same and no statement
@@ -30,22 +31,65 @@ from contextlib import contextmanager
 
 from . import nodes as N
 
-_GENERATIONS: dict[tuple, object] = {}
 DYNAMIC = object()          # a role that reads other bindings (`StaticRoles.of`)
 
 
-def intern(key: tuple) -> object:
-    """One object per distinct key (a generation: compared by identity on every use)."""
-    gen = _GENERATIONS.get(key)
+def generation(env, kind: str, key: tuple) -> object:
+    """The generation of `kind`'s file-wide tables `key` (a tuple of name-keyed parts:
+    frozensets of names, tuples of entries whose first item is a name, flags).
+
+    One object per table in a buffer's history (`IndexMemo.generations`), compared by
+    identity on every use; and the previous version's object when the tables differ only
+    in names written nowhere but in the statements this version changed
+    (`IndexMemo.only_in_changed`): every answer kept in another statement read the tables
+    by names written in the statements it read, so it is still the answer. That is what
+    typing a function-local ``scaled = tf.cast`` (a member alias until its ``(``) or a new
+    function's name costs: the new statement, not every kept answer of the file. A reused
+    object no longer stands for one table, so it leaves the table map (a later return to
+    its first table gets a new object). Without a history (one analysis): a new object."""
+    memo = env.index.history
+    if memo is None or env.index.version is None:
+        return object()
+    found = memo.generations.get(kind)
+    if found is not None:
+        version, old_key, gen = found
+        if old_key == key:
+            memo.generations[kind] = (memo.version, key, gen)
+            return gen
+        if version == memo.version - 1:
+            changed = changed_names(old_key, key)
+            if changed is not None and memo.only_in_changed(changed):
+                memo.generations[kind] = (memo.version, key, gen)
+                memo.by_table.pop((kind, old_key), None)
+                return gen
+    gen = memo.by_table.get((kind, key))
     if gen is None:
-        if len(_GENERATIONS) > 256:
-            _GENERATIONS.clear()
-        gen = _GENERATIONS[key] = object()
+        if len(memo.by_table) > 64:
+            memo.by_table.clear()
+        gen = memo.by_table[(kind, key)] = object()
+    memo.generations[kind] = (memo.version, key, gen)
     return gen
 
 
-def alias_generation(aliases: dict) -> object:
-    return intern(tuple(sorted(aliases.items())))
+def changed_names(old: tuple, new: tuple) -> set | None:
+    """The names whose part of the tables differs between two keys of `generation`
+    (None: a flag changed, which no name stands for)."""
+    out: set = set()
+    for a, b in zip(old, new):
+        if a == b:
+            continue
+        if isinstance(a, frozenset):
+            out |= a ^ b
+        elif isinstance(a, tuple):
+            out.update(entry[0] for entry in set(a) ^ set(b))
+        else:
+            return None
+    return out
+
+
+def alias_generation(env) -> object:
+    env._alias_items = tuple(sorted(env.aliases.items()))
+    return generation(env, "aliases", (env._alias_items,))
 
 
 def names_generation(env) -> object:
@@ -56,20 +100,27 @@ def names_generation(env) -> object:
     what the loop summary makes of it are the same."""
     gen = env.__dict__.get("_names_gen")
     if gen is None:
-        key = (env._alias_gen, frozenset(env.outer_bound), frozenset(env.all_classes), frozenset(env.functions))
-        gen = env.__dict__["_names_gen"] = intern(key)
+        key = (env._alias_items, frozenset(env.outer_bound), frozenset(env.all_classes), frozenset(env.functions))
+        gen = env.__dict__["_names_gen"] = generation(env, "names", key)
     return gen
+
+
+def class_entries(env) -> tuple:
+    """(name, local bases, Keras-ness, method names) of each class."""
+    entries = env.__dict__.get("_class_entries")
+    if entries is None:
+        table = env._class_methods()
+        entries = env.__dict__["_class_entries"] = tuple(
+            (name, tuple(env.class_bases.get(name, ())), name in env.classes, tuple(sorted(table.get(id(cls), ()))))
+            for name, cls in env.all_classes.items())
+    return entries
 
 
 def class_generation(env) -> object:
     """(aliases, classes with their local bases, Keras-ness and method names)."""
     gen = env.__dict__.get("_class_gen")
     if gen is None:
-        table = env._class_methods()
-        key = tuple((name, tuple(env.class_bases.get(name, ())), name in env.classes,
-                     tuple(sorted(table.get(id(cls), ()))))
-                    for name, cls in env.all_classes.items())
-        gen = env.__dict__["_class_gen"] = intern(("classes", env._alias_gen, key))
+        gen = env.__dict__["_class_gen"] = generation(env, "classes", (env._alias_items, class_entries(env)))
     return gen
 
 
@@ -190,9 +241,10 @@ class StaticRoles:
 
     def __init__(self, env, outer: set):
         self.env, self.bound = env, outer
-        self.gen = intern(("roles", env._alias_gen, frozenset(outer), frozenset(env.all_classes),
-                           frozenset(env.classes), frozenset(env.functions)))
-        self.dynamic_gen = intern(("dynamic", self.gen, class_generation(env), env.tf1))
+        key = (env._alias_items, frozenset(outer), frozenset(env.all_classes), frozenset(env.classes),
+               frozenset(env.functions))
+        self.gen = generation(env, "roles", key)
+        self.dynamic_gen = generation(env, "dynamic", key + (class_entries(env), env.tf1))
 
     def of(self, call: N.Call, stmt, memo: dict):
         """The static role of the statement's call (None: no role), or `DYNAMIC`."""
