@@ -20,6 +20,8 @@ from parso.utils import split_lines
 
 NAME = PythonTokenTypes.NAME
 OP = PythonTokenTypes.OP
+INDENT = PythonTokenTypes.INDENT
+DEDENT = PythonTokenTypes.DEDENT
 
 _TABLES: dict[int, tuple[object, dict, dict]] = {}
 
@@ -65,10 +67,9 @@ class FastParser(Parser):
     """
 
     def parse(self, tokens):
-        if self._error_recovery:
-            if self._start_nonterminal != "file_input":
-                raise NotImplementedError
-            tokens = self._recovery_tokenize(tokens)
+        recovering = self._error_recovery
+        if recovering and self._start_nonterminal != "file_input":
+            raise NotImplementedError
         grammar = self._pgen_grammar
         table, walks = _tables(grammar)
         reserved = grammar.reserved_syntax_strings
@@ -76,12 +77,22 @@ class FastParser(Parser):
         default_node = self.default_node
         leaf_map = {id(type_): cls for type_, cls in self._leaf_map.items()}
         operator, name_leaf, keyword = tree.Operator, tree.Name, tree.Keyword
-        id_name, id_op = id(NAME), id(OP)
+        id_name, id_op, id_indent, id_dedent = id(NAME), id(OP), id(INDENT), id(DEDENT)
+        omit = self._omit_dedent_list
         stack = self.stack = Stack([StackNode(grammar.nonterminal_to_dfas[self._start_nonterminal][0])])
         token = None
         for token in tokens:
             type_, value, start_pos, prefix = token
             type_id = id(type_)
+            if recovering and (type_id == id_dedent or type_id == id_indent):   # Parser._recovery_tokenize
+                if type_id == id_indent:
+                    self._indent_counter += 1
+                else:
+                    if omit and omit[-1] == self._indent_counter:
+                        omit.pop()
+                        self._indent_counter -= 1
+                        continue
+                    self._indent_counter -= 1
             if type_id == id_name or type_id == id_op:
                 key = reserved.get(value, type_id)
             else:
