@@ -429,11 +429,31 @@ class Env:
         self.bindings += kept.bindings
         self.tapes += kept.tapes
         self._bound |= kept.bound
-        for key, value in kept.by_value.items():
-            self._by_value.setdefault(key, value)
+        self._by_value.update(kept.by_value)      # (node ids of this piece: no other piece has them)
         self._by_key.update({key: list(found) for key, found in kept.local_keys.items()})
         for key, found in kept.module_keys.items():
             self._by_key.setdefault(key, []).extend(found)
+
+    def with_role(self) -> list[Binding]:
+        """The bindings whose role is not ``"other"`` (a few of thousands), in order: what
+        the restriction facts and the rules look for, without a walk over every binding
+        per pass on each keystroke. Kept once the environment is finished."""
+        found = self.__dict__.get("_with_role")
+        if found is None:
+            found = [b for b in self.bindings if b.role != "other"]
+            if self.ready:
+                self.__dict__["_with_role"] = found
+        return found
+
+    def module_bindings(self) -> list[Binding]:
+        """The module-level bindings, in order (kept once the environment is finished)."""
+        found = self.__dict__.get("_module_bindings")
+        if found is None:
+            module = self.source.module
+            found = [b for b in self.bindings if b.scope is module]
+            if self.ready:
+                self.__dict__["_module_bindings"] = found
+        return found
 
     def bindings_of(self, name: str, scope) -> list[Binding]:
         """Every binding of `name` in exactly `scope`, in source order."""
@@ -1324,7 +1344,7 @@ def _restriction_facts(env: Env) -> None:
     _r2_r3(env)
     created = ("optimizer", "dataset", "checkpoint")     # (only their groups have facts)
     groups: dict[tuple, list[Binding]] = {}
-    for b in env.bindings:
+    for b in env.with_role():
         if b.role in created:
             key = (b.name, id(b.scope))
             if key not in groups:
@@ -1332,7 +1352,9 @@ def _restriction_facts(env: Env) -> None:
     # in the order of each group's first binding, as a walk over all bindings meets them
     first = {id(group[0]): group for group in groups.values()}
     for b in env.bindings:
-        group = first.pop(id(b), None) if first else None
+        if not first:
+            break
+        group = first.pop(id(b), None)
         if group is not None:
             _creation_facts(env, group)
     _aliases(env)
@@ -1346,7 +1368,7 @@ def _r2_r3(env: Env) -> None:
         env.problems.append(Problem("R2", stmt, f"the tensorflow module is bound {what}; "
                                     "sites reached through it are not rewritten", SETUP))
     # `tf = something` re-binding the tensorflow module name.
-    for b in env.bindings:
+    for b in env.module_bindings():
         if b.scope is env.source.module and b.name in env.tf_names and b.name not in env.module_aliases \
                 and b.name in env.aliases and env.aliases[b.name].startswith("tensorflow"):
             env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment", SETUP))
@@ -1545,7 +1567,7 @@ def _is_argument(env: Env, call: N.Call) -> bool:
 def _r9(env: Env) -> None:
     """A global optimizer used by a function defined before it, or changed inside one."""
     module = env.source.module
-    for b in env.bindings:
+    for b in env.with_role():
         if b.role != "optimizer" or b.scope is not module:
             continue
         group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
@@ -1564,7 +1586,7 @@ def _r9(env: Env) -> None:
                 "R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}`, which uses it",
                 ("HVD021",), region=fn, related=[(leaf, f"`{fn.name.value}` uses `{b.name}` here")]))
     # ``global opt`` + an assignment inside a function: the optimizer changes after its creation.
-    for b in env.bindings:
+    for b in env.module_bindings():
         if b.scope is not module or b.role not in ("optimizer", "other"):
             continue
         fn = N.enclosing(b.stmt, {"funcdef"})

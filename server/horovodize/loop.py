@@ -556,7 +556,7 @@ def _estimator_site(env: Env, s: _Summarizer, call: N.Call) -> LoopSite:
         arg = ctor.keyword("model_fn") if ctor is not None else None
         model_fn = env.function_named(N.dotted(arg.value), b.stmt) if arg is not None and N.dotted(arg.value) else None
         if model_fn is not None:
-            for ob in env.bindings:
+            for ob in env.with_role():
                 if ob.role == "optimizer" and ob.scope is model_fn:
                     site.related.append((ob.stmt, f"optimizer `{ob.name}` is created here"))
     return site

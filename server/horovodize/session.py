@@ -308,7 +308,7 @@ def premade_problems(env: Env) -> list[Problem]:
     wraps it ("Please set your optimizer as an instance of tf.keras.optimizers.legacy.Optimizer",
     seen on TF 2.15)."""
     out = []
-    for b in env.bindings:
+    for b in env.with_role():
         call = N.as_call(b.value) if b.role == "estimator" else None
         if call is None:
             continue

@@ -119,7 +119,7 @@ def premade_sites(ctx: RuleContext) -> Iterator[Finding]:
     from .optimizer import RULES as OPT_RULES
     from .optimizer import _scale
     env, hvd = ctx.env, ctx.hvd
-    for b in env.bindings:
+    for b in env.with_role():
         call = N.as_call(b.value) if b.role == "estimator" else None
         family = premade_family(b.detail or "") if call is not None else None
         if family is None or call.has_star():
@@ -198,7 +198,7 @@ def keyword_first(ctx: RuleContext, call: N.Call, text: str) -> list[Edit]:
 
 def run_config_sites(ctx: RuleContext) -> Iterator[Finding]:
     """``RunConfig(model_dir=...)`` is where an Estimator writes too (HVD061)."""
-    if not any(b.role == "estimator" for b in ctx.env.bindings):
+    if not any(b.role == "estimator" for b in ctx.env.with_role()):
         return
     for call in ctx.calls("RunConfig"):
         if not (ctx.env.callee_qualname(call) or "").endswith("estimator.RunConfig"):

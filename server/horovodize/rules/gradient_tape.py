@@ -190,7 +190,7 @@ def _optimizer_parameter(ctx: RuleContext, name: str | None, at) -> bool:
         return False
     if name not in {p.name.value for p in fn.get_params()} or ctx.env.lookup(name, at) is not None:
         return False
-    return any(b.role == "optimizer" for b in ctx.env.bindings)
+    return any(b.role == "optimizer" for b in ctx.env.with_role())
 
 
 def statement_form(call: N.Call):

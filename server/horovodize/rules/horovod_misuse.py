@@ -461,7 +461,7 @@ def _hvd207(ctx: RuleContext) -> Iterator[Finding]:
     facts = ctx.facts
     if not facts.averages_gradients or facts.elastic:
         return
-    data = [b for b in ctx.env.bindings if b.role == "dataset"]
+    data = [b for b in ctx.env.with_role() if b.role == "dataset"]
     fits = [c for c in _fit_calls(ctx) if c.positional(0) is not None or c.keyword("x") is not None]
     if not (data or fits) or _divides(ctx):
         return

@@ -31,7 +31,7 @@ def wraps_optimizer(ctx: RuleContext) -> bool:
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
-    for b in env.bindings:
+    for b in env.with_role():
         if b.role != "optimizer":
             continue
         call = N.as_call(b.value)
