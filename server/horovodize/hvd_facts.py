@@ -84,7 +84,7 @@ class HvdFacts:
                     if api is not None:
                         self._api_of[id(call.node), call.index] = api
                         self.api_calls.setdefault(api, []).append(call)
-        self._assigns: dict[tuple[str, int], list] | None = None
+        self._assigns: dict[tuple, list] = {}   # (name, id(scope)) -> its assignments (`_assigns_in`)
         self._no_flow: dict = {}        # apis -> name keys from which no such call flows (`flows_from`)
         self._memo: dict = {}
 
@@ -231,23 +231,32 @@ class HvdFacts:
     def assignments(self, name: str, at) -> list:
         """(statement, value, augmented operator or '') assigning `name`, in the innermost
         scope that assigns it, seen from `at`. Tuple targets and ``+=`` count."""
-        if self._assigns is None:
-            self._assigns = {}
-            for stmt, _owner in self.env.index.assignments:
-                for target, value, op in _assign_items(stmt):
-                    for leaf in _target_names(target):
-                        scope = _scope_for_target(leaf, stmt)
-                        self._assigns.setdefault((leaf, id(scope)), []).append((stmt, value, op))
         if name.startswith("self."):
             cls = N.enclosing(at, {"classdef"})
-            return self._assigns.get((name, id(cls)), []) if cls is not None else []
+            return self._assigns_in(name, cls) if cls is not None else []
         for scope in self.env.scopes_for(at):
-            found = self._assigns.get((name, id(scope)))
+            found = self._assigns_in(name, scope)
             if found:
                 return found
             if scope.type == "funcdef" and name in self.env.param_names(scope):
                 return [(None, arg, "") for arg in self._param_values(scope, name)]
         return []
+
+    def _assigns_in(self, name: str, scope) -> list:
+        """The assignments of `name` whose scope is `scope`, in source order, from each index
+        piece's table of what its statements assign (`_assigned`, kept with the piece):
+        not a table of every assignment of the file per keystroke (HVD207 reads a few
+        names on each, ``tf`` among them)."""
+        key = (name, id(scope))
+        found = self._assigns.get(key)
+        if found is None:
+            found = self._assigns[key] = []
+            want = _MODULE if scope.type == "file_input" else scope
+            for piece in self.env.index.parts():
+                for stmt, value, op, where in _assigned(piece).get(name, ()):
+                    if where is want:
+                        found.append((stmt, value, op))
+        return found
 
     def _param_values(self, fn, name: str) -> list:
         """The argument expressions callers pass for parameter `name` (and its default)."""
@@ -599,6 +608,24 @@ def api_name(full: str) -> str | None:
     if rest in ("tensorflow", "tensorflow.keras", "keras"):
         return ""
     return rest
+
+
+_MODULE = object()       # the module scope in `_assigned` (a piece outlives its module node)
+
+
+def _assigned(piece) -> dict:
+    """name -> (statement, value, op, scope or `_MODULE`) of the assignments in
+    one index piece: its statements alone decide it, so it lives in the piece's memo."""
+    table = piece.memo.get("assigned")
+    if table is None:
+        table = piece.memo["assigned"] = {}
+        for stmt, _owner in piece.assignments:
+            for target, value, op in _assign_items(stmt):
+                for name in _target_names(target):
+                    scope = _scope_for_target(name, stmt)
+                    where = _MODULE if scope is not None and scope.type == "file_input" else scope
+                    table.setdefault(name, []).append((stmt, value, op, where))
+    return table
 
 
 def _assign_items(stmt):

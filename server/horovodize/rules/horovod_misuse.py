@@ -16,6 +16,7 @@ from typing import Iterator
 
 from .. import nodes as N
 from ..hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS, is_main_guard
+from ..hvd_reach import reach
 from ..source import Edit
 from .base import Finding, Fix, RuleContext, SEVERITY_RESTRICTION
 
@@ -408,15 +409,25 @@ def _divides(ctx: RuleContext) -> bool:
     facts = ctx.facts
     if _divides_directly(ctx):
         return True           # (what the walk below finds first when the code was converted)
-    for call, _owner in ctx.env.index.calls:
-        if not _may_divide(ctx, call):
-            continue
-        for arg in call.args:
-            if arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS):
-                return True
-    for n in N.walk(ctx.source.module):
-        if n.type == "subscript" and facts.flows_from(n, ALL_APIS):
-            return True
+    asked: set = set()
+    for node in reach(facts, ALL_APIS):       # (only these nodes can carry such a value)
+        cur = node
+        while cur.parent is not None:
+            parent = cur.parent
+            if id(parent) not in asked:
+                if parent.type == "subscript":
+                    asked.add(id(parent))
+                    if facts.flows_from(parent, ALL_APIS):
+                        return True
+                elif parent.type == "trailer" and N.is_call_trailer(parent):
+                    asked.add(id(parent))
+                    owner = parent.parent
+                    call = N.Call(owner, owner.children.index(parent))
+                    if _may_divide(ctx, call):
+                        for arg in call.args:
+                            if arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS):
+                                return True
+            cur = parent
     return False
 
 
