@@ -430,3 +430,30 @@ def test_names_written_only_in_the_typed_function_keep_the_generations():
         assert kept and all(kept.values()), kept
     finally:
         buffer.close()
+
+
+def test_kept_answers_outlive_the_edit_history():
+    """More edits than `index_memo.HISTORY` remembers, all in one function: the other
+    statements' call targets are checked at each version and stay kept (the same table),
+    instead of being found unknown and made again together once the history moves on."""
+    from horovodize.index_memo import HISTORY
+
+    text = _generated()
+    buffer = Buffer()
+    try:
+        buffer.analyse(text)
+        memo = buffer.parser.memo
+        at = text.index("\n    return ", len(text) // 2) + len("\n    return ")
+        tables = []              # id(piece) -> its targets table, after the first two edits
+        for _ in range(HISTORY + 6):
+            text = text[:at] + "x" + text[at:]
+            index = buffer.analyse(text).analysis.env.index
+            if len(tables) < 2:
+                tables.append({id(p): p.memo["targets"][2] for p in index.parts() if "targets" in p.memo})
+        # (a caller of the edited function makes its table again at each edit: left out)
+        reused = {key for key, table in tables[1].items() if tables[0].get(key) is table}
+        kept = [p for p in index.parts() if id(p) in reused]
+        assert len(kept) > 20
+        assert all(p.memo["targets"][2] is tables[1][id(p)] and p.memo["targets"][0] == memo.version for p in kept)
+    finally:
+        buffer.close()

@@ -19,6 +19,11 @@ facts are kept there:
   statements' module-level, class-level and ``global`` targets, functions, classes and
   imports, and the names whose role was found again differently, `IndexMemo.note`).
 
+An answer checked and still right at a version is recorded as that version's (the
+"refreshed" comments): `IndexMemo` remembers what changed for 64 versions, and an answer
+left with the version it was made at would be found unknown after 64 keystrokes, and made
+again with every other such answer of the file at once (a 3x keystroke every 64).
+
 Reads during the environment pass only see bindings made earlier in source order, so the
 role changes noted so far in a version are all those a later role can depend on.
 tests/test_incremental.py checks incremental against from-scratch analyses on random
@@ -193,6 +198,8 @@ def kept_target(env, call: N.Call):
     if kept is not None and kept[1] is gen:
         target = kept[2]
         if env.index.unchanged_since(kept[0], kept[3]) and (target is None or id(target) in env.index.def_owner):
+            if kept[0] != env.index.version:
+                call.__dict__["_target"] = (env.index.version,) + kept[1:]    # (refreshed)
             return target
     with reading(env) as deps:
         target = env._call_target(call)
@@ -216,6 +223,8 @@ def keep_targets(env) -> None:
         if kept is not None and kept[1] is gen and kept[6] is calls \
                 and env.index.unchanged_since(kept[0], kept[3]) and kept[4] <= owners.keys():
             env._targets.update(kept[2])
+            if kept[0] != env.index.version:
+                piece.memo["targets"] = (env.index.version,) + kept[1:]       # (refreshed)
             continue
         table, deps, alive, resolved = {}, set(), set(), []
         for call in calls[2]:
@@ -274,9 +283,12 @@ class StaticRoles:
         """(the names they read, the roles per target) a dynamic statement got before,
         when nothing they read can have changed since."""
         entry = memo.get(("roles", id(stmt)))
-        if entry is None or entry[1] is not self.dynamic_gen or self.env.index.version is None \
-                or not self.env.index.unchanged_since(entry[0], entry[2]):
+        index = self.env.index
+        if entry is None or entry[1] is not self.dynamic_gen or index.version is None \
+                or not index.unchanged_since(entry[0], entry[2]):
             return None
+        if entry[0] != index.version:
+            memo[("roles", id(stmt))] = (index.version,) + entry[1:]          # (refreshed)
         return entry[2], entry[3]
 
     def keep(self, stmt, memo: dict, targets, found: list, deps: list) -> None:
@@ -325,4 +337,7 @@ class PieceBindings:
             return False
         if self.deps is None:
             return self.gen is roles.gen
-        return self.gen is roles.dynamic_gen and roles.env.index.unchanged_since(self.version, self.deps)
+        if self.gen is roles.dynamic_gen and roles.env.index.unchanged_since(self.version, self.deps):
+            self.version = roles.env.index.version                              # (refreshed)
+            return True
+        return False
