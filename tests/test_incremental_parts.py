@@ -31,7 +31,8 @@ from horovodize.env import build_index
 from horovodize.index_memo import _DICTS, _LISTS, _UNIQUE, IndexMemo
 from horovodize.lsp.server import IncrementalParser
 from horovodize.lsp.text import Text
-from horovodize.source import GRAMMAR
+from horovodize.source import GRAMMAR, line_table
+from horovodize import splice_parse
 from horovodize.splice_parse import changed_span
 
 ROOT = Path(__file__).parent
@@ -173,6 +174,25 @@ def test_an_unfinished_statement_keeps_the_statements_after_it():
         assert [c.type for c in module.children if all(c is not k for k in kept)] == ["funcdef"], inserted
         parser.parse(text)
         kept = list(parser.module.children)
+
+
+def test_typing_before_a_def_on_its_line_is_spliced():
+    """Each character typed at the start of a ``def`` line breaks that header, and parso
+    makes each line of its body a top-level error of its own: the run reaches over them
+    to the next settled statement in one try, instead of one try per line and then the
+    diff parser. Every keystroke is spliced and gives the tree of a fresh parse."""
+    text = PROGRAMS[0]
+    at = text.index("\ndef ", len(text) // 3) + 1
+    typed = "def scale_batch(images, factor):\n"
+    parser = IncrementalParser()
+    parser.parse(text)
+    for k in range(1, len(typed) + 1):
+        new = text[:at] + typed[:k] + text[at:]
+        module = splice_parse.splice(GRAMMAR, parser.module, parser.text, new, parser.starts, line_table(new),
+                                     parser.leaves)
+        assert module is not None, repr(typed[:k])
+        _same_as_fresh(module, new)
+        parser.module, parser.text, parser.starts = module, new, line_table(new)
 
 
 @settings(max_examples=300, deadline=None)

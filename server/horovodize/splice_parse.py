@@ -153,7 +153,7 @@ def splice(grammar, module, old: str, new: str, old_starts: list[int], new_start
             return None
         result = run.attempt(i, j, tail)
         if result is _LATER and j < last:
-            j, tail = j + 1, True
+            j, tail = _settled_end(children, j + 1, last), True
         elif result is _EARLIER and i > 0:
             i = _settled_start(children, i - 1)
         else:
@@ -170,6 +170,15 @@ def _settled_start(children, i: int) -> int | None:
             return i
         i -= 1                                        # an unfinished statement: the edit may complete it
     return None
+
+
+def _settled_end(children, j: int, last: int) -> int:
+    """`j`, or the first later statement that is settled: the pieces between (the lines
+    of a body whose header an edit broke come out as top-level errors, one per line)
+    cannot end a run anyway, and one try per piece would hand the edit to the diff parser."""
+    while j < last and not _settled(children[j]):
+        j += 1
+    return j
 
 
 _LATER = object()      # the run may end inside what follows: try again with the next statement
