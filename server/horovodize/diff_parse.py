@@ -20,6 +20,7 @@ from parso.python.diff import DiffParser
 
 from .splice_parse import changed_span
 
+
 def line_opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
     """`difflib.SequenceMatcher.get_opcodes` for one changed run of lines."""
     p, i2, j2 = changed_span(old, new)          # (lists of lines compare as strings do)

@@ -1369,7 +1369,7 @@ def _r2_r3(env: Env) -> None:
                                     "sites reached through it are not rewritten", SETUP))
     # `tf = something` re-binding the tensorflow module name.
     for b in env.module_bindings():
-        if b.scope is env.source.module and b.name in env.tf_names and b.name not in env.module_aliases \
+        if b.name in env.tf_names and b.name not in env.module_aliases \
                 and b.name in env.aliases and env.aliases[b.name].startswith("tensorflow"):
             env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment", SETUP))
     for name, stmt in env.member_aliases.items():
@@ -1587,7 +1587,7 @@ def _r9(env: Env) -> None:
                 ("HVD021",), region=fn, related=[(leaf, f"`{fn.name.value}` uses `{b.name}` here")]))
     # ``global opt`` + an assignment inside a function: the optimizer changes after its creation.
     for b in env.module_bindings():
-        if b.scope is not module or b.role not in ("optimizer", "other"):
+        if b.role not in ("optimizer", "other"):
             continue
         fn = N.enclosing(b.stmt, {"funcdef"})
         if fn is None:

@@ -59,9 +59,9 @@ def reach(facts, apis) -> list:
                         taint(name)
             elif t == "param" and parent.name is not cur:   # a default value
                 taint(parent.name.value)
-            elif t == "trailer" and N.is_call_trailer(parent):   # the parameters of the function it calls
-                owner = parent.parent
-                target = env.call_target(N.Call(owner, owner.children.index(parent)))
+            elif t == "trailer":                     # the parameters of the function it calls
+                call = N.trailer_call(parent)
+                target = env.call_target(call) if call is not None else None
                 if target is not None:
                     for name in env.param_names(target):
                         taint(name)

@@ -221,6 +221,13 @@ def is_statement(node) -> bool:
     return parent is not None and (parent.type == "simple_stmt" or is_bare_statement(node))
 
 
+def trailer_call(node) -> Call | None:
+    """The call whose ``(...)`` trailer `node` is (None for any other node)."""
+    if not is_call_trailer(node) or node.parent is None:
+        return None
+    return Call(node.parent, node.parent.children.index(node))
+
+
 def call_with_argument(node) -> Call | None:
     """The call that `node` is an argument of (``f(node)``, ``f(x, k=node)``), if any."""
     cur = node.parent
@@ -228,9 +235,7 @@ def call_with_argument(node) -> Call | None:
         cur = cur.parent
     if cur is not None and cur.type == "arglist":
         cur = cur.parent
-    if cur is None or not is_call_trailer(cur) or cur.parent is None:
-        return None
-    return Call(cur.parent, cur.parent.children.index(cur))
+    return trailer_call(cur) if cur is not None else None
 
 
 def inside(node, ancestor) -> bool:

@@ -20,6 +20,7 @@ UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
 UTF32 = types.PositionEncodingKind.Utf32.value
 
+
 def units(s: str, encoding: str) -> int:
     """Length of `s` in the encoding's code units."""
     if encoding == UTF32 or s.isascii():

@@ -409,25 +409,20 @@ def _divides(ctx: RuleContext) -> bool:
     facts = ctx.facts
     if _divides_directly(ctx):
         return True           # (what the walk below finds first when the code was converted)
-    asked: set = set()
+    asked: set = set()          # ancestors already walked (and so every ancestor of theirs)
     for node in reach(facts, ALL_APIS):       # (only these nodes can carry such a value)
-        cur = node
-        while cur.parent is not None:
-            parent = cur.parent
-            if id(parent) not in asked:
-                if parent.type == "subscript":
-                    asked.add(id(parent))
-                    if facts.flows_from(parent, ALL_APIS):
-                        return True
-                elif parent.type == "trailer" and N.is_call_trailer(parent):
-                    asked.add(id(parent))
-                    owner = parent.parent
-                    call = N.Call(owner, owner.children.index(parent))
-                    if _may_divide(ctx, call):
-                        for arg in call.args:
-                            if arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS):
-                                return True
-            cur = parent
+        cur = node.parent
+        while cur is not None and id(cur) not in asked:
+            asked.add(id(cur))
+            if cur.type == "subscript":
+                if facts.flows_from(cur, ALL_APIS):
+                    return True
+            else:
+                call = N.trailer_call(cur)
+                if call is not None and _may_divide(ctx, call) and any(
+                        arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS) for arg in call.args):
+                    return True
+            cur = cur.parent
     return False
 
 
@@ -457,13 +452,12 @@ def _divides_directly(ctx: RuleContext) -> bool:
                 parent = cur.parent
                 if parent.type == "subscript":
                     return True
-                if parent.type == "trailer" and N.is_call_trailer(parent):
-                    call = N.Call(parent.parent, parent.parent.children.index(parent))
-                    if _may_divide(ctx, call):
-                        for arg in call.args:
-                            if arg.keyword not in _NOT_WORK and \
-                                    arg.node.start_pos <= found.node.start_pos and found.node.end_pos <= arg.node.end_pos:
-                                return True
+                call = N.trailer_call(parent)
+                if call is not None and _may_divide(ctx, call):
+                    for arg in call.args:
+                        if arg.keyword not in _NOT_WORK and \
+                                arg.node.start_pos <= found.node.start_pos and found.node.end_pos <= arg.node.end_pos:
+                            return True
                 cur = parent
     return False
 
