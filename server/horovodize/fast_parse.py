@@ -16,7 +16,10 @@ from parso.parser import InternalParseError, Stack, StackNode
 from parso.python import tree
 from parso.python.parser import Parser
 from parso.python.token import PythonTokenTypes
+from parso.python.tokenize import PythonToken
 from parso.utils import split_lines
+
+from . import forked_tokens
 
 NAME = PythonTokenTypes.NAME
 OP = PythonTokenTypes.OP
@@ -160,7 +163,7 @@ class FastParser(Parser):
         while True:                                           # BaseParser.parse's end
             tos = stack[-1]
             if not tos.dfa.is_final:
-                raise InternalParseError("incomplete input", token.type, token.string, token.start_pos)
+                raise InternalParseError("incomplete input", *token[:3])
             if len(stack) > 1:
                 self._pop()
             else:
@@ -168,7 +171,7 @@ class FastParser(Parser):
 
     def _recover(self, token) -> None:
         self._write_out()
-        self.error_recovery(token)
+        self.error_recovery(PythonToken(*token))     # parso reads ``token.type``
 
     def _write_out(self) -> None:
         """The pending chains as the ``StackNode`` objects parso's loop would have made."""
@@ -198,7 +201,16 @@ class FastParser(Parser):
 
 
 def parse(grammar, text: str):
-    """``grammar.parse(text)`` (error recovery on, no caches) with `FastParser`."""
+    """``grammar.parse(text)`` (error recovery on, no caches) with `FastParser`; a large
+    buffer's tokens come from a forked child (`forked_tokens`) while this loop parses."""
     lines = split_lines(text, keepends=True)
+    tokens = forked_tokens.tokens(grammar._tokenizer, lines)
+    if tokens is not None:
+        try:
+            return FastParser(grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens)
+        except forked_tokens.TokensLost:
+            pass                                    # parse again, tokenizing here
+        finally:
+            tokens.close()                          # (stops the child if the parse raised)
     tokens = grammar._tokenizer(lines)
     return FastParser(grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens)
