@@ -1,4 +1,4 @@
-"""`fast_parse` builds the tree parso's own parser builds: same node classes, types, leaves
+"""`fast_tokens` makes the tokens parso's tokenizer makes, and `fast_parse` builds the tree parso's own parser builds: same node classes, types, leaves
 (value, prefix, position) and parents, on every Python file the project has (the rule
 fixtures, the Horovod-tier programs, the examples, the server's own code) and on those
 files after random edits that break them (error recovery runs parso's own code over the
@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from horovodize import fast_tokens
 from horovodize.fast_parse import parse
 from horovodize.source import GRAMMAR
+from parso.utils import split_lines
 
 ROOT = Path(__file__).parent.parent
 FILES = sorted(p for folder in ("tests", "examples", "server") for p in (ROOT / folder).rglob("*.py"))
@@ -41,15 +43,23 @@ def same_tree(a, b) -> None:
             assert (x.value, x.prefix, x.start_pos) == (y.value, y.prefix, y.start_pos), (x, y)
 
 
+def same_tokens(text: str) -> None:
+    lines = split_lines(text, keepends=True)
+    ours = list(fast_tokens.tokenizer(GRAMMAR)(lines))
+    assert ours == [tuple(token) for token in GRAMMAR._tokenizer(lines)]
+
+
 def test_every_file_of_the_project_parses_to_parsos_tree():
     assert len(TEXTS) > 300
     for text in TEXTS:
+        same_tokens(text)
         same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
 
 
 @pytest.mark.parametrize("text", ["", "\n", "x", "(", "def", "    x\n", "if x:\n", "f'{", "else:\n  1\n",
                                   "class A:\n def f(self):\n  return (\n", "\ufeffx = 1\r\n", "\\"])
 def test_tiny_and_unfinished_buffers(text):
+    same_tokens(text)
     same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
 
 
@@ -63,4 +73,5 @@ def test_broken_buffers_parse_to_parsos_tree(which, edits):
     for where, cut, snippet in edits:
         at = int(where * len(text))
         text = text[:at] + snippet + text[at + cut:]
+    same_tokens(text)
     same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))

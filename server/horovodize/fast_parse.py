@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from parso.parser import InternalParseError, Stack, StackNode
 from parso.python import tree
+from parso.tree import BaseNode, Node
 from parso.python.parser import Parser
 from parso.python.token import PythonTokenTypes
 from parso.python.tokenize import PythonToken
 from parso.utils import split_lines
 
-from . import forked_tokens
+from . import fast_tokens, forked_tokens
 
 NAME = PythonTokenTypes.NAME
 OP = PythonTokenTypes.OP
@@ -76,8 +77,8 @@ class FastParser(Parser):
         grammar = self._pgen_grammar
         table, walks = _tables(grammar)
         reserved = grammar.reserved_syntax_strings
-        node_map = self.node_map
-        default_node = self.default_node
+        node = _node_maker(self.node_map, self.default_node)
+        make = object.__new__
         leaf_map = {id(type_): cls for type_, cls in self._leaf_map.items()}
         operator, name_leaf, keyword = tree.Operator, tree.Name, tree.Keyword
         id_name, id_op, id_indent, id_dedent = id(NAME), id(OP), id(INDENT), id(DEDENT)
@@ -141,7 +142,7 @@ class FastParser(Parser):
                     break
                 stack.pop()                                   # BaseParser._pop
                 nodes = top.nodes
-                new = nodes[0] if len(nodes) == 1 else self._node(dfa.from_rule, nodes, node_map, default_node)
+                new = nodes[0] if len(nodes) == 1 else node(dfa.from_rule, nodes)
                 below = stack[-1]
                 if type(below) is list:
                     below[2] = new
@@ -150,9 +151,10 @@ class FastParser(Parser):
             if plan is None:
                 continue
             if type_id == id_name:                            # Parser.convert_leaf
-                leaf = (keyword if value in reserved else name_leaf)(value, start_pos, prefix)
+                leaf = make(keyword if value in reserved else name_leaf)
             else:
-                leaf = leaf_map.get(type_id, operator)(value, start_pos, prefix)
+                leaf = make(leaf_map.get(type_id, operator))
+            leaf.value, (leaf.line, leaf.column), leaf.prefix, leaf.parent = value, start_pos, prefix, None   # (Leaf.__init__)
             pushes = plan.dfa_pushes
             if pushes:
                 stack.append([pushes, len(pushes) - 1, leaf])
@@ -189,22 +191,44 @@ class FastParser(Parser):
                 nodes[-1].nodes.append(carried)
         stack[:] = nodes
 
-    @staticmethod
-    def _node(nonterminal, children, node_map, default_node):
-        """Parser.convert_node without the raised KeyError."""
-        cls = node_map.get(nonterminal)
-        if cls is not None:
-            return cls(children)
-        if nonterminal == "suite":
-            children = [children[0]] + children[2:-1]     # no INDENT/DEDENT leaves (as parso)
-        return default_node(nonterminal, children)
+
+def _node_maker(node_map: dict, default_node):
+    """Parser.convert_node as one call: the constructors that only set the children and
+    their parents (``BaseNode.__init__``, most of them) are inlined, and no KeyError is
+    raised for the nonterminals without a class of their own."""
+    plain = {name: cls for name, cls in node_map.items() if cls.__init__ is BaseNode.__init__}
+    special = {name: cls for name, cls in node_map.items() if name not in plain}
+    generic = default_node.__init__ is Node.__init__
+    make = object.__new__
+
+    def node(nonterminal, children):
+        cls = plain.get(nonterminal)
+        if cls is None:
+            cls = special.get(nonterminal)
+            if cls is not None:
+                return cls(children)
+            if nonterminal == "suite":
+                children = [children[0]] + children[2:-1]     # no INDENT/DEDENT leaves (as parso)
+            if not generic:
+                return default_node(nonterminal, children)
+            new = make(default_node)
+            new.type = nonterminal
+        else:
+            new = make(cls)
+        new.children, new.parent = children, None
+        for child in children:
+            child.parent = new
+        return new
+
+    return node
 
 
 def parse(grammar, text: str):
     """``grammar.parse(text)`` (error recovery on, no caches) with `FastParser`; a large
     buffer's tokens come from a forked child (`forked_tokens`) while this loop parses."""
     lines = split_lines(text, keepends=True)
-    tokens = forked_tokens.tokens(grammar._tokenizer, lines)
+    tokenizer = fast_tokens.tokenizer(grammar)
+    tokens = forked_tokens.tokens(tokenizer, lines)
     if tokens is not None:
         try:
             return FastParser(grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens)
@@ -212,5 +236,5 @@ def parse(grammar, text: str):
             pass                                    # parse again, tokenizing here
         finally:
             tokens.close()                          # (stops the child if the parse raised)
-    tokens = grammar._tokenizer(lines)
+    tokens = tokenizer(lines)
     return FastParser(grammar._pgen_grammar, error_recovery=True).parse(tokens=tokens)

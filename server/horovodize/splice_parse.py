@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import bisect
 
-from parso.python.tokenize import tokenize_lines
 from parso.tree import BaseNode
 from parso.utils import split_lines
 
 from .fast_parse import FastParser
+from .fast_tokens import tokenize_lines
 
 MAX_LINES = 400          # a longer run (a big class) costs more to parse alone than to diff
 _ERRORS = frozenset({"error_node", "error_leaf"})
