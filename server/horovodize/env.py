@@ -211,6 +211,8 @@ def build_index(module, owner=None) -> Index:
     idx = Index()
     names = idx.names
 
+    calls, by_method, owned_calls, whole_calls = idx.calls, idx.by_method, idx.owned_calls, idx.whole_calls
+
     def visit(node, owner, depth):
         if depth > MAX_DEPTH:
             raise TooDeep.at(node)            # the explicit bound (source.MAX_DEPTH)
@@ -223,9 +225,43 @@ def build_index(module, owner=None) -> Index:
                     names[child.value] = [child]
                 else:
                     found.append(child)
+            elif t in _LEAVES:
+                continue
+            elif t == "atom_expr" or t == "power":    # `_record`'s calls, inlined (most recorded nodes)
+                children = child.children
+                last = None
+                for i in range(1, len(children)):
+                    trailer = children[i]
+                    if trailer.type != "trailer":
+                        continue
+                    first = trailer.children[0]
+                    if first.type != "operator" or first.value != "(":
+                        continue
+                    last = call = N.Call(child, i)
+                    before = children[i - 1]          # `Call.method`, filled in (a cached property)
+                    if before.type == "trailer" and before.children[0].type == "operator" \
+                            and before.children[0].value == ".":
+                        method = call.__dict__["method"] = before.children[1].value
+                    else:
+                        method = call.__dict__["method"] = None
+                    calls.append((call, owner))
+                    key = method or call.callee_dotted()
+                    found = by_method.get(key)
+                    if found is None:
+                        by_method[key] = [call]
+                    else:
+                        found.append(call)
+                    found = owned_calls.get(id(owner))
+                    if found is None:
+                        owned_calls[id(owner)] = [call]
+                    else:
+                        found.append(call)
+                if last is not None and last.index == len(children) - 1 and children[0] != "await":
+                    whole_calls[id(child)] = last         # (`N.as_call`)
+                visit(child, owner, depth)
             elif t in _RECORDED:
                 visit(child, _record(idx, child, owner), depth)
-            elif t not in _LEAVES and hasattr(child, "children"):
+            elif hasattr(child, "children"):
                 visit(child, owner, depth)
 
     try:
