@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from horovodize import runs
 from horovodize.engine import analyze
 from horovodize.lsp import convert
 from horovodize.lsp.options import Options
@@ -144,6 +145,33 @@ class Buffer:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_incremental_edits_match_a_fresh_analysis(data):
+    _random_edits(data)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_incremental_edits_match_a_fresh_analysis_in_short_runs(data):
+    """The same with runs of two pieces on average (`runs`): most programs here are one
+    run of the default length, so runs that stay, break and are cut again meet here."""
+    saved, runs.RUN = runs.RUN, 2
+    try:
+        _random_edits(data)
+    finally:
+        runs.RUN = saved
+
+
+@pytest.fixture(params=["runs of 32", "runs of 1"])
+def run_length(request):
+    """Each piece its own run (`runs.RUN` = 1) as well as the default: the programs of the
+    targeted tests are one run by default, so a kept run's own checks (call targets, roles
+    read from other bindings) are reached only with the short runs."""
+    saved = runs.RUN
+    runs.RUN = 1 if request.param == "runs of 1" else saved
+    yield
+    runs.RUN = saved
+
+
+def _random_edits(data) -> None:
     text = data.draw(st.sampled_from(CORPUS), label="program")
     buffer = Buffer()
     try:
@@ -161,6 +189,7 @@ def test_incremental_edits_match_a_fresh_analysis(data):
 
 
 @pytest.mark.parametrize("index", [0, len(CORPUS) - 1])
+@pytest.mark.usefixtures("run_length")
 def test_typing_a_line_character_by_character(index):
     """One keystroke at a time, as an editor sends them: every prefix of a new statement."""
     text = CORPUS[index]
@@ -265,6 +294,7 @@ def _edit_others(text: str, edits: list, kept: int, what: str) -> None:
         buffer.close()
 
 
+@pytest.mark.usefixtures("run_length")
 def test_edits_elsewhere_change_what_calls_resolve_to():
     _edit_others(RESOLVED, ELSEWHERE, 1, "main()")
 
@@ -296,6 +326,7 @@ ROLE_EDITS = [
 ]
 
 
+@pytest.mark.usefixtures("run_length")
 def test_roles_read_from_a_changed_binding_are_found_again():
     _edit_others(ROLES, ROLE_EDITS, 3, "pipeline()")
 
@@ -344,6 +375,7 @@ BOUND = "import tensorflow as tf; build = functools.partial(make_optimizer, 0.1)
 OUTER_EDITS = [("import tensorflow as tf\n", BOUND), (BOUND, "import tensorflow as tf\n")]
 
 
+@pytest.mark.usefixtures("run_length")
 def test_a_local_wrapper_keeps_its_role_while_other_statements_bind_its_name():
     assert "HVD021" in [f.code for f in analyze(LOCALS).findings]      # opt = build(): an optimizer
     _edit_others(LOCALS, LOCAL_EDITS, 3, "main()")
@@ -378,6 +410,7 @@ LATE_EDITS = [("def step(x, y):\n    pass\n",
                "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n")]
 
 
+@pytest.mark.usefixtures("run_length")
 def test_a_function_written_after_its_caller_is_found_from_the_kept_caller():
     _edit_others(LATE, LATE_EDITS, 5, "the loop")
     assert "HVD041" in [f.code for f in analyze(LATE.replace(*LATE_EDITS[0])).findings]
@@ -402,6 +435,7 @@ model.fit(tf.data.Dataset.range(8).map(lambda v: (v, v)).batch(2), epochs=1)
 '''
 
 
+@pytest.mark.usefixtures("run_length")
 def test_an_alias_written_in_one_function_changes_what_a_kept_function_reads():
     """Member aliases are file-wide: ``make = tf.keras.optimizers.SGD`` in `helper` makes
     `build`'s ``make(0.01)`` an optimizer (R3 blocks the conversion). `build` is kept, and
@@ -432,14 +466,31 @@ def test_names_written_only_in_the_typed_function_keep_the_generations():
         buffer.close()
 
 
+def _span(piece) -> tuple[int, int]:
+    """The character range of a piece's statement in its buffer."""
+    stmt = piece.funcdefs[0] if piece.funcdefs else None
+    if stmt is None:
+        return (0, 0)
+    while stmt.parent is not None and stmt.parent.type != "file_input":
+        stmt = stmt.parent
+    code = stmt.get_root_node().get_code()
+    lines = code.splitlines(keepends=True)
+    start = sum(len(line) for line in lines[:stmt.start_pos[0] - 1]) + stmt.start_pos[1]
+    end = sum(len(line) for line in lines[:stmt.end_pos[0] - 1]) + stmt.end_pos[1]
+    return (start, end)
+
+
 def test_kept_answers_outlive_the_edit_history():
     """More edits than `index_memo.HISTORY` remembers, all in one function: the other
     statements' call targets are checked at each version and stay kept (the same table),
-    instead of being found unknown and made again together once the history moves on."""
+    instead of being found unknown and made again together once the history moves on;
+    then an edit in another run of statements (`runs`) breaks that run's join, and the
+    run's other statements still keep their tables (the run's version is handed down)."""
     from horovodize.index_memo import HISTORY
 
     text = _generated()
     buffer = Buffer()
+    saved, runs.RUN = runs.RUN, 4
     try:
         buffer.analyse(text)
         memo = buffer.parser.memo
@@ -454,6 +505,23 @@ def test_kept_answers_outlive_the_edit_history():
         reused = {key for key, table in tables[1].items() if tables[0].get(key) is table}
         kept = [p for p in index.parts() if id(p) in reused]
         assert len(kept) > 20
-        assert all(p.memo["targets"][2] is tables[1][id(p)] and p.memo["targets"][0] == memo.version for p in kept)
+        assert all(p.memo["targets"][2] is tables[1][id(p)] for p in kept)
+        joins = memo.runs["targets"].values()
+        assert len(joins) > 5 and all(join.version == memo.version for join in joins)
+        # an edit in another run: its other pieces were checked only through the run
+        edited = next(p for p in index.parts() if at in range(*_span(p)))
+        run = next(r for r in runs.cut(index) if len(r) > 2 and edited not in r
+                   and any(p.funcdefs for p in r) and all("targets" in p.memo for p in r))
+        piece = next(p for p in run if p.funcdefs)
+        others = [p for p in run if p is not piece]
+        assert all(p.memo["targets"][0] < memo.version - HISTORY for p in others)
+        fn = piece.funcdefs[0]
+        where = sum(len(line) for line in text.splitlines(keepends=True)[:fn.start_pos[0]])
+        before = {id(p): p.memo["targets"][2] for p in others}
+        index = buffer.analyse(text[:where] + "    pass\n" + text[where:]).analysis.env.index
+        still = [p for p in index.parts() if id(p) in before]
+        assert len(still) == len(before)
+        assert all(p.memo["targets"][2] is before[id(p)] for p in still)
     finally:
+        runs.RUN = saved
         buffer.close()

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import keep
+from . import keep, runs
 from . import nodes as N
 from .source import MAX_DEPTH, Source, TooDeep
 
@@ -839,34 +839,67 @@ def build_env(source: Source, memo=None) -> Env:
                 c.value for c in stmt.children[1:] if c.type == "name")
     _member_aliases(env)
     _collect_classes(env)
-    pieces = env.index.parts()
+    every_run = runs.cut(env.index)
+    kept_names = runs.Kept(env.index, "outer names")
     outer: set = set()                  # the names bound where other statements can see them
-    for piece in pieces:
-        outer |= _bound_names(env, piece)[1]
+    for run in every_run:
+        join = kept_names.get(run)      # (a piece's names are its statements' alone)
+        if join is None:
+            join = kept_names.make(run, _RunNames(set().union(*(_bound_names(env, piece)[1] for piece in run))))
+        else:
+            kept_names.put(run, join)
+        outer |= join.outer
     env.outer_bound = outer
     roles = keep.StaticRoles(env, outer)
-    for piece in pieces:
-        memo = piece.memo
-        kept = memo.get("bindings")
-        if kept is not None and kept.valid(roles):
-            env.add_kept(kept)
+    kept_bindings = runs.Kept(env.index, "bindings")
+    for run in every_run:
+        join = kept_bindings.get(run)
+        if join is not None and join.valid(roles):
+            env.add_kept(join)
+            kept_bindings.put(run, join)
             continue
-        first_binding, first_tape = len(env.bindings), len(env.tapes)
-        deps: set | None = None          # the names the piece's dynamic roles read
-        for stmt, owner in _in_order(piece):
-            if stmt.type == "expr_stmt":
-                read = _assignment(env, stmt, owner, memo, roles)
-                if read is not None:
-                    deps = (deps or set()).union(read)
-            else:
-                _with_item(env, stmt)
-        memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
-                                              env.bindings[first_binding:], env.tapes[first_tape:], module)
+        for piece in run:
+            _piece_bindings(env, piece, roles, module)
+        if kept_bindings.keeping:
+            kept_bindings.make(run, keep.RunBindings(roles, [piece.memo["bindings"] for piece in run]))
     env.ready = True
     env._targets.clear()   # targets resolved while bindings were still being collected
     keep.keep_targets(env)
     _restriction_facts(env)
     return env
+
+
+def _piece_bindings(env: Env, piece: Index, roles, module) -> None:
+    """One piece's bindings and tapes: its kept ones when still valid, else found again."""
+    memo = piece.memo
+    kept = memo.get("bindings")
+    if kept is not None and kept.deps is not None:
+        checked = runs.checked(piece, "bindings")
+        if checked is not None and kept.version < checked:
+            kept.version = checked          # (valid then: its run was)
+    if kept is not None and kept.valid(roles):
+        env.add_kept(kept)
+        return
+    first_binding, first_tape = len(env.bindings), len(env.tapes)
+    deps: set | None = None          # the names the piece's dynamic roles read
+    for stmt, owner in _in_order(piece):
+        if stmt.type == "expr_stmt":
+            read = _assignment(env, stmt, owner, memo, roles)
+            if read is not None:
+                deps = (deps or set()).union(read)
+        else:
+            _with_item(env, stmt)
+    memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
+                                          env.bindings[first_binding:], env.tapes[first_tape:], module)
+
+
+class _RunNames:
+    """The outer names a run of pieces binds (`runs`; a piece's are its own)."""
+
+    __slots__ = ("pieces", "outer")
+
+    def __init__(self, outer: set):
+        self.outer = outer
 
 
 def _in_order(index: Index):

@@ -88,6 +88,8 @@ class IndexMemo:
         # keep.generation: kind -> (version, tables, object), and (kind, tables) -> object
         self.generations: dict[str, tuple] = {}
         self.by_table: dict[tuple, object] = {}
+        # runs.Kept: pass -> id(first piece of a run) -> the run's join (kept one version)
+        self.runs: dict[str, dict] = {}
         # set by the parser that made the next tree when it left every statement it kept
         # untouched (`splice_parse`): their shapes need no check; one `index` call only
         self.untouched = False

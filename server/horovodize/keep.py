@@ -35,6 +35,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from . import nodes as N
+from . import runs
 
 DYNAMIC = object()          # a role that reads other bindings (`StaticRoles.of`)
 
@@ -212,29 +213,69 @@ def keep_targets(env) -> None:
     none can have changed, into the version's table that `Env.call_target` reads first.
     The table covers the piece's `local_calls`: a call that could not run local code read
     no name, so the table is also made again when those calls are found again (a function
-    or binding of their names written elsewhere changes the names generation)."""
+    or binding of their names written elsewhere changes the names generation). A run of
+    pieces whose joined table is still valid adds it at once (`RunTargets`)."""
     if env.index.version is None:
         return
-    gen = class_generation(env)
+    gen, names = class_generation(env), names_generation(env)
     owners = env.index.def_owner
-    for piece in env.index.parts():
-        calls = local_calls(env, piece)
-        kept = piece.memo.get("targets")
-        if kept is not None and kept[1] is gen and kept[6] is calls \
-                and env.index.unchanged_since(kept[0], kept[3]) and kept[4] <= owners.keys():
-            env._targets.update(kept[2])
-            if kept[0] != env.index.version:
-                piece.memo["targets"] = (env.index.version,) + kept[1:]       # (refreshed)
+    kept_runs = runs.Kept(env.index, "targets")
+    for run in runs.cut(env.index):
+        join = kept_runs.get(run)
+        if join is not None and join.valid(env, gen, names, owners):
+            env._targets.update(join.table)
+            kept_runs.put(run, join)
             continue
-        table, deps, alive, resolved = {}, set(), set(), []
-        for call in calls[2]:
-            target = table[(id(call.node), call.index)] = env.call_target(call)
-            deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
-            if target is not None:
-                alive.add(id(target))
-                resolved.append((call, target))
-        piece.memo["targets"] = (env.index.version, gen, table, frozenset(deps), alive, resolved, calls)
+        for piece in run:
+            _piece_targets(env, piece, gen, owners)
+        kept_runs.make(run, RunTargets(env, [piece.memo["targets"] for piece in run], gen, names))
     env._targets_kept = True
+
+
+def _piece_targets(env, piece, gen, owners) -> None:
+    calls = local_calls(env, piece)
+    kept = piece.memo.get("targets")
+    if kept is not None:
+        checked = runs.checked(piece, "targets")
+        if checked is not None and kept[0] < checked:
+            kept = (checked,) + kept[1:]
+    if kept is not None and kept[1] is gen and kept[6] is calls \
+            and env.index.unchanged_since(kept[0], kept[3]) and kept[4] <= owners.keys():
+        env._targets.update(kept[2])
+        if kept[0] != env.index.version:
+            piece.memo["targets"] = (env.index.version,) + kept[1:]       # (refreshed)
+        return
+    table, deps, alive, resolved = {}, set(), set(), []
+    for call in calls[2]:
+        target = table[(id(call.node), call.index)] = env.call_target(call)
+        deps |= call.__dict__["_target"][3] if "_target" in call.__dict__ else ()
+        if target is not None:
+            alive.add(id(target))
+            resolved.append((call, target))
+    piece.memo["targets"] = (env.index.version, gen, table, frozenset(deps), alive, resolved, calls)
+
+
+class RunTargets:
+    """The call targets of a run of pieces (`runs`), joined: valid while the class and
+    names generations are the same (so is each piece's `local_calls`), no statement
+    changed since defines a name one of them read, and every target is still defined."""
+
+    __slots__ = ("pieces", "version", "gen", "names", "table", "deps", "alive")
+
+    def __init__(self, env, entries: list, gen, names):
+        self.version, self.gen, self.names = env.index.version, gen, names
+        self.table: dict = {}
+        for entry in entries:
+            self.table.update(entry[2])
+        self.deps = frozenset().union(*(entry[3] for entry in entries))
+        self.alive = set().union(*(entry[4] for entry in entries))
+
+    def valid(self, env, gen, names, owners) -> bool:
+        if self.gen is gen and self.names is names and env.index.unchanged_since(self.version, self.deps) \
+                and self.alive <= owners.keys():
+            self.version = env.index.version                                  # (refreshed)
+            return True
+        return False
 
 
 # -- roles -----------------------------------------------------------------------------------
@@ -341,3 +382,41 @@ class PieceBindings:
             self.version = roles.env.index.version                              # (refreshed)
             return True
         return False
+
+
+class RunBindings:
+    """The `PieceBindings` of a run of pieces (`runs`), joined as `Env.add_kept` would add
+    them one by one: valid while every piece's would be (the same generations and ``tf1``;
+    none of the names the dynamic roles read changed since the run's version)."""
+
+    __slots__ = ("pieces", "gen", "dynamic_gen", "tf1", "deps", "version", "bindings", "tapes", "bound",
+                 "by_value", "local_keys", "module_keys")
+
+    def __init__(self, roles: StaticRoles, kept: list):
+        env = roles.env
+        self.tf1, self.version = env.tf1, env.index.version
+        dynamic = [k for k in kept if k.deps is not None]
+        self.gen = roles.gen if len(dynamic) < len(kept) else None
+        self.dynamic_gen = roles.dynamic_gen if dynamic else None
+        self.deps = frozenset().union(*(k.deps for k in dynamic))
+        self.bindings = [b for k in kept for b in k.bindings]
+        self.tapes = [t for k in kept for t in k.tapes]
+        self.bound = set().union(*(k.bound for k in kept))
+        self.by_value: dict = {}
+        self.local_keys: dict = {}
+        self.module_keys: dict = {}
+        for k in kept:
+            self.by_value.update(k.by_value)
+            self.local_keys.update(k.local_keys)
+            for key, found in k.module_keys.items():
+                self.module_keys.setdefault(key, []).extend(found)
+
+    def valid(self, roles: StaticRoles) -> bool:
+        env = roles.env
+        if self.tf1 != env.tf1 or (self.gen is not None and self.gen is not roles.gen):
+            return False
+        if self.dynamic_gen is not None and (self.dynamic_gen is not roles.dynamic_gen
+                                             or not env.index.unchanged_since(self.version, self.deps)):
+            return False
+        self.version = env.index.version                                      # (refreshed)
+        return True
