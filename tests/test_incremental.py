@@ -82,8 +82,11 @@ def edit(draw, length: int):
 
 
 def signature(analysis) -> dict:
-    """Everything a client sees of an analysis: findings, fixes, set-up, the conversion."""
-    return {
+    """Everything a client sees of an analysis: findings, fixes, set-up, the conversion;
+    and what they are made from, which the keystroke path keeps across versions: each
+    binding's role, each call's target, each function's loop kinds (asking a target here
+    is what a later pass or a hover could have asked of the same version)."""
+    return {**_made_from(analysis),
         "findings": [dataclasses.asdict(f) for f in analysis.findings],
         "setup": dataclasses.asdict(analysis.setup) if analysis.setup else None,
         "conversion": [dataclasses.astuple(e) for e in analysis.conversion_edits()],
@@ -92,6 +95,21 @@ def signature(analysis) -> dict:
         "error": repr(analysis.error),
         "failed": bool(analysis.internal_errors),
     }
+
+
+def _made_from(analysis) -> dict:
+    env, summary = analysis.env, analysis.summary
+    if env is None or not env.ready:
+        return {}
+    where = lambda node: node.start_pos if node is not None else None   # noqa: E731
+    made = {
+        "bindings": [(b.name, b.role, where(b.stmt), where(b.scope)) for b in env.bindings],
+        "targets": sorted((where(call.node), call.index, where(env.call_target(call)))
+                          for call, _owner in env.index.calls if env.may_call_local(call)),
+    }
+    if summary is not None:
+        made["kinds"] = sorted((where(fn), sorted(kinds)) for fn, kinds in summary.functions.items())
+    return made
 
 
 def _line_edit(draw, text: str) -> tuple[int, int, str]:
@@ -444,6 +462,34 @@ def test_an_alias_written_in_one_function_changes_what_a_kept_function_reads():
     _edit_others(ALIASED, edits, 1, "build()")
     codes = [f.code for f in analyze(ALIASED.replace(*edits[0])).findings]
     assert "HVD-R3" in codes and "HVD002" not in codes
+
+
+KINDS = '''import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+
+def epoch():
+    return helper()
+
+
+def helper():
+    return 1
+
+
+if __name__ == "__main__":
+    epoch()
+'''
+
+
+@pytest.mark.usefixtures("run_length")
+def test_a_kept_function_gets_the_loop_kinds_of_a_changed_callee():
+    """`epoch` is kept while `helper`, the function it calls, starts and stops a Keras
+    fit: epoch's kinds follow (its call target is made again, and so is the run's part of
+    the loop summary, `loop._RunFunctions`)."""
+    fit = "def helper():\n    model.fit(tf.zeros((2, 1)), tf.zeros((2, 1)), epochs=1)\n"
+    _edit_others(KINDS, [("def helper():\n    return 1\n", fit), (fit, "def helper():\n    return 1\n"),
+                         ("def helper():\n    return 1\n", fit)], 2, "epoch()")
 
 
 def test_names_written_only_in_the_typed_function_keep_the_generations():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import keep
+from . import keep, runs
 from . import nodes as N
 from . import session as graph_mode
 from .gradflow import is_training_tape
@@ -162,6 +162,38 @@ class Summary:
 
 
 # -- the pass -------------------------------------------------------------------------------
+class _RunFunctions:
+    """`_Summarizer.solve`'s tables for the functions of a run of pieces (`runs`): the
+    calls that read no binding (a Keras ``train_step``, the local functions the other calls
+    run) joined once; the functions with calls that may start a loop are left `pending`,
+    asked again at each version. Valid for the same pieces and the same call targets of
+    the run (`keep.RunTargets`: the same join object, which is made again when the names
+    or classes generation changes, as each piece's `_functions` would be)."""
+
+    __slots__ = ("pieces", "targets", "direct", "callees", "callers", "pending", "linked")
+
+    def __init__(self, summarizer, run, targets):
+        self.targets = targets
+        self.direct: dict = {}
+        self.callees: dict = {}
+        self.callers: dict = {}
+        self.pending: list = []
+        self.linked: list = []
+        for piece in run:
+            for fn, keras, candidates, plain in summarizer._functions(piece):
+                key = id(fn)
+                if keras:
+                    self.direct[key], self.callees[key] = frozenset({FIT}), []
+                elif candidates:
+                    self.pending.append((fn, candidates, plain))
+                else:
+                    self.direct[key], self.callees[key] = BOTTOM, list(plain)
+                    for t in plain:
+                        self.callers.setdefault(id(t), []).append(fn)
+                    if plain:
+                        self.linked.append(fn)
+
+
 class _Summarizer:
     def __init__(self, env: Env):
         self.env = env
@@ -187,26 +219,40 @@ class _Summarizer:
         direct: dict[int, frozenset] = {}
         callees: dict[int, list] = {}
         callers: dict[int, list] = {}
-        for piece in env.index.parts():
-            for fn, keras, candidates, plain in self._functions(piece):
-                key = id(fn)
-                if keras:
-                    direct[key], callees[key] = frozenset({FIT}), []
+        pending, linked = [], []            # functions with loop-starting calls; with callees
+        kept_runs = runs.Kept(env.index, "functions")
+        targets = env.index.history.runs.get("targets", {}) if kept_runs.keeping else {}
+        for run in runs.cut(env.index):
+            join = kept_runs.get(run)
+            made_with = targets.get(id(run[0]))
+            if join is not None and join.targets is made_with and made_with is not None:
+                kept_runs.put(run, join)
+            else:
+                join = kept_runs.make(run, _RunFunctions(self, run, made_with))
+            direct.update(join.direct)
+            callees.update(join.callees)
+            for key, fns in join.callers.items():
+                callers.setdefault(key, []).extend(fns)
+            pending += join.pending
+            linked += join.linked
+        for fn, candidates, plain in pending:
+            key = id(fn)
+            kinds, found = set(), list(plain)
+            for call in candidates:
+                k = self.direct_kind(call)
+                if k:
+                    kinds.add(k)
                     continue
-                kinds, targets = set(), list(plain)
-                for call in candidates:
-                    k = self.direct_kind(call)
-                    if k:
-                        kinds.add(k)
-                        continue
-                    t = env.call_target(call)
-                    if t is not None:
-                        targets.append(t)
-                for t in targets:
-                    callers.setdefault(id(t), []).append(fn)
-                direct[key], callees[key] = frozenset(kinds), targets
+                t = env.call_target(call)
+                if t is not None:
+                    found.append(t)
+            for t in found:
+                callers.setdefault(id(t), []).append(fn)
+            direct[key], callees[key] = frozenset(kinds), found
+            if found:
+                linked.append(fn)
         tl = dict(direct)
-        work = [fn for fn in env.index.funcdefs if callees[id(fn)]]
+        work = linked                       # (the least fixpoint: any order gives it)
         while work:
             fn = work.pop()
             new = direct[id(fn)].union(*(tl.get(id(t), BOTTOM) for t in callees[id(fn)]))
