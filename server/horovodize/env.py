@@ -364,17 +364,12 @@ class Env:
         library functions does not walk every call of the file."""
         where = self.__dict__.get("_q_where")
         if where is None:
-            where = {}                       # qualname -> [(piece number, its calls of it)]
-            for k, piece in enumerate(self.index.parts()):
-                for q, pairs in keep.qualname_table(self, piece).items():
-                    found = where.get(q)
-                    if found is None:
-                        where[q] = [(k, pairs)]
-                    else:
-                        found.append((k, pairs))
-            self.__dict__["_q_where"] = where
-        hits = [(k, i, call) for q, found in where.items() if wanted(q)
-                for k, pairs in found for i, call in pairs]
+            where = self.__dict__["_q_where"] = keep.calls_by_qualname(self)
+        number = self.__dict__.get("_piece_number")
+        if number is None:
+            number = self.__dict__["_piece_number"] = {id(piece): k for k, piece in enumerate(self.index.parts())}
+        hits = [(number[id(piece)], i, call) for q, found in where.items() if wanted(q)
+                for piece, pairs in found for i, call in pairs]
         hits.sort(key=_position_in_pieces)
         return [call for _k, _i, call in hits]
 

@@ -29,7 +29,7 @@ buffer's incremental parser.
 from __future__ import annotations
 
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, is_
 
 from . import nodes as N
 from .env import Index, build_index, import_bindings
@@ -79,12 +79,15 @@ class IndexMemo:
     def __init__(self):
         self._pieces: dict[int, tuple] = {}     # id(statement) -> (statement, shape, Index)
         self._merged: Index | None = None        # the index of the previous version
+        self._stmts: list | None = None          # its statements (the module's children with a piece)
         self._count: dict[str, dict] = {}        # dict field -> key -> pieces that have it
         self.version = 0                         # indexed versions so far
         self._history: list[tuple] = []          # (version, names its changed statements define, or None)
         self._since: dict[int, set | None] = {}  # touched_since answers for the current version
         self.walked = 0                          # statements walked by the last `index` (for tests)
         self._added: list[Index] = []            # the pieces new in this version
+        self._removed: list[Index] | None = None  # ... and gone (None: not known, a whole index)
+        self.calls_by_qualname: tuple | None = None  # keep.calls_by_qualname of the last version
         # keep.generation: kind -> (version, tables, object), and (kind, tables) -> object
         self.generations: dict[str, tuple] = {}
         self.by_table: dict[tuple, object] = {}
@@ -99,21 +102,23 @@ class IndexMemo:
         try:
             return self._index(module)
         except RecursionError:                  # pathological nesting: the plain walk decides
-            self._pieces, self._merged, self._count = {}, None, {}
+            self._pieces, self._merged, self._count, self._stmts = {}, None, {}, None
             self._next_version(None)
+            self._removed = None
             return build_index(module)
 
     def _index(self, module) -> Index:
         untouched, self.untouched = self.untouched, False
+        stmts = [child for child in module.children if child.type == "name" or hasattr(child, "children")]
+        if untouched and self._merged is not None and self._stmts is not None:
+            return self._spliced(module, stmts)
         pieces: dict[int, tuple] = {}
         order: list[Index] = []
         added: list[Index] = []
         self.walked = 0
-        for child in module.children:
+        for child in stmts:
             old = self._pieces.get(id(child))
             if not hasattr(child, "children"):
-                if child.type != "name":
-                    continue
                 if old is not None and old[0] is child:   # (error recovery can leave a bare name)
                     shape, piece = old[1], old[2]
                 else:
@@ -131,6 +136,45 @@ class IndexMemo:
             order.append(piece)
         kept = {id(p[2]) for p in pieces.values()}
         removed = [p[2] for key, p in self._pieces.items() if id(p[2]) not in kept]
+        return self._finish(pieces, order, added, removed, stmts)
+
+    def _spliced(self, module, stmts: list) -> Index:
+        """`_index` after a parse that replaced some statements and left the others the
+        same objects, untouched (`splice_parse`): only the statements between the common
+        first and last ones are looked at (1-2 instead of ~1,150 at 10,000 lines)."""
+        old = self._stmts
+        n, m = len(old), len(stmts)
+        limit = min(n, m)
+        p = next((i for i, same in enumerate(map(is_, old, stmts)) if not same), limit)
+        s = 0
+        while s < limit - p and old[n - 1 - s] is stmts[m - 1 - s]:
+            s += 1
+        pieces = dict(self._pieces)
+        middle, added = [], []
+        self.walked = 0
+        for child in old[p:n - s]:
+            del pieces[id(child)]
+        for child in stmts[p:m - s]:
+            entry = self._pieces.get(id(child))
+            if entry is None or entry[0] is not child:
+                piece = Index()
+                if hasattr(child, "children"):
+                    entry = (child, _shape(child, []), build_index(_Root(child), owner=module))
+                    self.walked += 1
+                else:
+                    piece.names[child.value] = [child]
+                    entry = (child, [], piece)
+                added.append(entry[2])
+            pieces[id(child)] = entry
+            middle.append(entry[2])
+        before = self._merged.pieces
+        order = before[:p] + middle + before[n - s:]
+        kept = {id(piece) for piece in middle}
+        removed = [self._pieces[id(child)][2] for child in old[p:n - s]
+                   if id(self._pieces[id(child)][2]) not in kept]
+        return self._finish(pieces, order, added, removed, stmts)
+
+    def _finish(self, pieces: dict, order: list, added: list, removed: list, stmts: list) -> Index:
         if self._merged is None or len(added) + len(removed) > len(order) // 2:
             idx = _merge_all(order)
             self._count = {}
@@ -141,9 +185,9 @@ class IndexMemo:
             for piece in removed + added:
                 touched |= defined_names(piece)
         self._next_version(touched)
-        self._added = added
+        self._added, self._removed = added, (removed if touched is not None else None)
         idx.pieces, idx.version, idx.history = order, self.version, self
-        self._pieces, self._merged = pieces, idx
+        self._pieces, self._merged, self._stmts = pieces, idx, stmts
         return idx
 
     def _next_version(self, touched: set | None) -> None:

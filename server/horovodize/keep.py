@@ -190,6 +190,50 @@ def qualname_table(env, piece) -> dict:
     return table
 
 
+def calls_by_qualname(env) -> dict:
+    """qualname -> [(piece, its `qualname_table` entry)] over the whole index, for
+    `Env.calls_where` (the aliases are final). The previous version's, with the pieces
+    that changed taken out and put in, when the aliases are the same and that version
+    is the one before (`IndexMemo.calls_by_qualname`); else made from every piece."""
+    memo, gen, version = env.index.history, env._alias_gen, env.index.version
+    kept = memo.calls_by_qualname if memo is not None and gen is not None else None
+    where = None
+    if kept is not None and kept[0] == version - 1 and kept[1] is gen and memo._removed is not None:
+        where = _update_where(env, dict(kept[2]), memo._removed, memo._added, gen)
+    if where is None:
+        where = {}
+        for piece in env.index.parts():
+            for q, pairs in qualname_table(env, piece).items():
+                found = where.get(q)
+                if found is None:
+                    where[q] = [(piece, pairs)]
+                else:
+                    found.append((piece, pairs))
+    if memo is not None and gen is not None and version is not None:
+        memo.calls_by_qualname = (version, gen, where)
+    return where
+
+
+def _update_where(env, where: dict, removed: list, added: list, gen) -> dict | None:
+    """`where` (a copy of the previous version's dict: its lists are copied before they
+    change) without the removed pieces and with the added ones; None when a removed
+    piece's table is not the one made under these aliases."""
+    for piece in removed:
+        cached = piece.memo.get("by_qualname")
+        if cached is None or cached[0] is not gen:
+            return None
+        for q in cached[1]:
+            left = [entry for entry in where.get(q, ()) if entry[0] is not piece]
+            if left:
+                where[q] = left
+            else:
+                del where[q]
+    for piece in added:
+        for q, pairs in qualname_table(env, piece).items():
+            where[q] = where.get(q, []) + [(piece, pairs)]
+    return where
+
+
 def kept_target(env, call: N.Call):
     """`Env._call_target`, kept on the `Call`: it reads the class structure and, through
     `lookup` / `function_named` / `_mro`, the names it records; the function it names
