@@ -378,6 +378,9 @@ class Env:
         self._bound: set[str] = set()          # every name that has a binding in some scope
         self.outer_bound: set[str] = set()     # ... where other top-level statements see it (`_bound_names`)
         self._by_value: dict[int, Binding] = {}
+        self._with_role: list[Binding] = []
+        self._module_bindings: list[Binding] = []
+        self._renames: list[Binding] = []
         self._methods: dict[int, dict] = {}
         self._targets: dict[tuple, object] = {}
         self._callers: dict[int, list] | None = None
@@ -464,27 +467,29 @@ class Env:
         self._by_key.update({key: list(found) for key, found in kept.local_keys.items()})
         for key, found in kept.module_keys.items():
             self._by_key.setdefault(key, []).extend(found)
+        self.add_sorted(kept)
+
+    def add_sorted(self, kept) -> None:
+        """A piece's (or run's) bindings with a role, at module level, and renaming another
+        name, after those already added: each list in order without a walk over every
+        binding of the file per pass on each keystroke (`keep.PieceBindings`)."""
+        self._with_role += kept.with_role
+        self._module_bindings += kept.module
+        self._renames += kept.renames
 
     def with_role(self) -> list[Binding]:
         """The bindings whose role is not ``"other"`` (a few of thousands), in order: what
-        the restriction facts and the rules look for, without a walk over every binding
-        per pass on each keystroke. Kept once the environment is finished."""
-        found = self.__dict__.get("_with_role")
-        if found is None:
-            found = [b for b in self.bindings if b.role != "other"]
-            if self.ready:
-                self.__dict__["_with_role"] = found
-        return found
+        the restriction facts and the rules look for."""
+        return self._with_role if self.ready else [b for b in self.bindings if b.role != "other"]
 
     def module_bindings(self) -> list[Binding]:
-        """The module-level bindings, in order (kept once the environment is finished)."""
-        found = self.__dict__.get("_module_bindings")
-        if found is None:
-            module = self.source.module
-            found = [b for b in self.bindings if b.scope is module]
-            if self.ready:
-                self.__dict__["_module_bindings"] = found
-        return found
+        """The module-level bindings, in order."""
+        module = self.source.module
+        return self._module_bindings if self.ready else [b for b in self.bindings if b.scope is module]
+
+    def renames(self) -> list[Binding]:
+        """The bindings without a role whose value is another name (``opt2 = opt``), in order."""
+        return self._renames
 
     def bindings_of(self, name: str, scope) -> list[Binding]:
         """Every binding of `name` in exactly `scope`, in source order."""
@@ -884,8 +889,9 @@ def _piece_bindings(env: Env, piece: Index, roles, module) -> None:
                 deps = (deps or set()).union(read)
         else:
             _with_item(env, stmt)
-    memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
-                                          env.bindings[first_binding:], env.tapes[first_tape:], module)
+    kept = memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
+                                                 env.bindings[first_binding:], env.tapes[first_tape:], module)
+    env.add_sorted(kept)
 
 
 class _RunNames:
@@ -1562,12 +1568,8 @@ class _Span:
 
 def _aliases(env: Env) -> None:
     """``opt2 = opt`` (R5) / ``ckpt2 = ckpt`` (R10): a second name for one object."""
-    for b in env.bindings:
-        if b.role != "other" or b.value is None:
-            continue
+    for b in env.renames():
         src = b.value_dotted()
-        if src is None or src == b.name:
-            continue
         target = env.lookup(src, b.stmt, params=False)
         if target is None or target.role not in ("optimizer", "dataset", "checkpoint"):
             continue

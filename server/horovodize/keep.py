@@ -396,7 +396,7 @@ class PieceBindings:
     (`Env.add_kept`)."""
 
     __slots__ = ("gen", "tf1", "deps", "version", "bindings", "tapes", "bound", "by_value", "local_keys",
-                 "module_keys")
+                 "module_keys", "with_role", "module", "renames")
 
     def __init__(self, roles: StaticRoles, deps: frozenset | None, bindings: list, tapes: list, module):
         env = roles.env
@@ -416,6 +416,10 @@ class PieceBindings:
         for b in bindings:
             keys = self.module_keys if b.scope is module else self.local_keys
             keys.setdefault((b.name, id(b.scope)), []).append(b)
+        self.with_role = [b for b in bindings if b.role != "other"]
+        self.module = [b for b in bindings if b.scope is module]
+        self.renames = [b for b in bindings if b.role == "other" and b.value is not None
+                        and b.value_dotted() not in (None, b.name)]
 
     def valid(self, roles: StaticRoles) -> bool:
         if self.tf1 != roles.env.tf1:
@@ -434,7 +438,7 @@ class RunBindings:
     none of the names the dynamic roles read changed since the run's version)."""
 
     __slots__ = ("pieces", "gen", "dynamic_gen", "tf1", "deps", "version", "bindings", "tapes", "bound",
-                 "by_value", "local_keys", "module_keys")
+                 "by_value", "local_keys", "module_keys", "with_role", "module", "renames")
 
     def __init__(self, roles: StaticRoles, kept: list):
         env = roles.env
@@ -445,6 +449,9 @@ class RunBindings:
         self.deps = frozenset().union(*(k.deps for k in dynamic))
         self.bindings = [b for k in kept for b in k.bindings]
         self.tapes = [t for k in kept for t in k.tapes]
+        self.with_role = [b for k in kept for b in k.with_role]
+        self.module = [b for k in kept for b in k.module]
+        self.renames = [b for k in kept for b in k.renames]
         self.bound = set().union(*(k.bound for k in kept))
         self.by_value: dict = {}
         self.local_keys: dict = {}

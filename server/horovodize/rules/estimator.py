@@ -64,7 +64,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         yield finding(ctx, "HVD060", call.node, "Estimator training does not broadcast the initial variables",
                       Fix(RULES["HVD060"][1], edits))
-    for b in ctx.env.bindings:
+    for b in ctx.env.with_role():
         if b.role != "estimator":
             continue
         call = N.as_call(b.value)
