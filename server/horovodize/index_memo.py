@@ -308,8 +308,13 @@ def _splice_lists(idx: Index, prev: Index, order: list[Index]) -> None:
     for name in _LISTS:
         items = attrgetter(name)
         merged = getattr(prev, name)
-        start = sum(map(len, map(items, old[:p])))
-        stop = len(merged) - sum(map(len, map(items, old[n - s:])))
+        replaced = sum(map(len, map(items, old[p:n - s])))
+        if p <= s:                  # (the items before or after the change: the shorter side)
+            start = sum(map(len, map(items, old[:p])))
+            stop = start + replaced
+        else:
+            stop = len(merged) - sum(map(len, map(items, old[n - s:])))
+            start = stop - replaced
         setattr(idx, name, merged[:start] + list(chain.from_iterable(map(items, order[p:m - s]))) + merged[stop:])
 
 

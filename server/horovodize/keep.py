@@ -159,12 +159,13 @@ def local_calls(env, piece) -> tuple:
     cached = piece.memo.get("local_calls")
     if cached is not None and cached[0] is gen:
         return cached
+    ordered = [c for c, _owner in piece.calls if env.may_call_local(c)]
+    local = set(map(id, ordered))
     table: dict[int, list] = {}
     for key, calls in piece.owned_calls.items():
-        found = [c for c in calls if may_start_loop(env, c) or env.may_call_local(c)]
+        found = [c for c in calls if id(c) in local or may_start_loop(env, c)]
         if found:
             table[key] = found
-    ordered = [c for c, _owner in piece.calls if env.may_call_local(c)]
     cached = (gen, table, ordered)
     if env.ready:
         piece.memo["local_calls"] = cached
