@@ -464,7 +464,9 @@ class Env:
         self.tapes += kept.tapes
         self._bound |= kept.bound
         self._by_value.update(kept.by_value)      # (node ids of this piece: no other piece has them)
-        self._by_key.update({key: list(found) for key, found in kept.local_keys.items()})
+        # (shared, not copied: only `add_binding` appends to a list here, and a key of a scope
+        # inside a kept piece gets no binding from another piece; every reader only reads)
+        self._by_key.update(kept.local_keys)
         for key, found in kept.module_keys.items():
             self._by_key.setdefault(key, []).extend(found)
         self.add_sorted(kept)
@@ -750,16 +752,23 @@ class Env:
         if self._callers is None:
             self._building_callers = True
             graph: dict[int, list] = {}
+            joins = self.index.history.runs.get("targets", {}) if self._targets_kept else {}
             try:
-                for piece in self.index.parts():
-                    kept = piece.memo.get("targets") if self._targets_kept else None
-                    if kept is not None:                        # (made or checked for this version)
-                        pairs = kept[5]
-                    else:                                       # (the others have no target)
-                        pairs = ((call, self.call_target(call)) for call in keep.local_calls(self, piece)[2])
-                    for call, t in pairs:
-                        if t is not None:
-                            graph.setdefault(id(t), []).append(call)
+                for run in runs.cut(self.index):
+                    join = joins.get(id(run[0]))
+                    if join is not None:                        # (made or checked for this version)
+                        for key, calls in join.callers.items():
+                            graph.setdefault(key, []).extend(calls)
+                        continue
+                    for piece in run:
+                        kept = piece.memo.get("targets") if self._targets_kept else None
+                        if kept is not None:
+                            pairs = kept[5]
+                        else:                                   # (the others have no target)
+                            pairs = ((call, self.call_target(call)) for call in keep.local_calls(self, piece)[2])
+                        for call, t in pairs:
+                            if t is not None:
+                                graph.setdefault(id(t), []).append(call)
             finally:
                 self._building_callers = False
             self._callers = graph
@@ -921,15 +930,13 @@ def _merged_in_order(a: list, w: list):
 
 # -- imports ---------------------------------------------------------------------------
 def _collect_imports(env: Env, module) -> None:
-    top = True
     for stmt in _module_statements(module):
         kind = _top_kind(stmt)
         if kind == "import":
-            if top:
-                env.top_imports_end = stmt
-        elif kind == "code" and top:
-            top = False
+            env.top_imports_end = stmt
+        elif kind == "code":
             env.top_block_end = stmt
+            break                   # (the top block ends at the first code statement)
     for node in env.index.imports:
         env.imports.append(node)
         _import(env, node)

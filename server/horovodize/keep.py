@@ -305,13 +305,16 @@ class RunTargets:
     names generations are the same (so is each piece's `local_calls`), no statement
     changed since defines a name one of them read, and every target is still defined."""
 
-    __slots__ = ("pieces", "version", "gen", "names", "table", "deps", "alive")
+    __slots__ = ("pieces", "version", "gen", "names", "table", "deps", "alive", "callers")
 
     def __init__(self, env, entries: list, gen, names):
         self.version, self.gen, self.names = env.index.version, gen, names
         self.table: dict = {}
+        self.callers: dict = {}             # id(target) -> the run's calls of it (`Env.callers`)
         for entry in entries:
             self.table.update(entry[2])
+            for call, target in entry[5]:
+                self.callers.setdefault(id(target), []).append(call)
         self.deps = frozenset().union(*(entry[3] for entry in entries))
         self.alive = set().union(*(entry[4] for entry in entries))
 

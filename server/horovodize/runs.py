@@ -82,6 +82,7 @@ class Kept:
 
 
 def checked(piece, kind: str) -> int | None:
-    """The last version at which the run `piece` was last joined in was found valid."""
+    """The version at which the join of the run `piece` was last joined in was last found
+    valid (None: never joined)."""
     join = piece.memo.get(("run", kind))
     return getattr(join, "version", None)
