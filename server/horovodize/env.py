@@ -752,23 +752,9 @@ class Env:
         if self._callers is None:
             self._building_callers = True
             graph: dict[int, list] = {}
-            joins = self.index.history.runs.get("targets", {}) if self._targets_kept else {}
             try:
-                for run in runs.cut(self.index):
-                    join = joins.get(id(run[0]))
-                    if join is not None:                        # (made or checked for this version)
-                        for key, calls in join.callers.items():
-                            graph.setdefault(key, []).extend(calls)
-                        continue
-                    for piece in run:
-                        kept = piece.memo.get("targets") if self._targets_kept else None
-                        if kept is not None:
-                            pairs = kept[5]
-                        else:                                   # (the others have no target)
-                            pairs = ((call, self.call_target(call)) for call in keep.local_calls(self, piece)[2])
-                        for call, t in pairs:
-                            if t is not None:
-                                graph.setdefault(id(t), []).append(call)
+                for call, target in keep.resolved_calls(self):
+                    graph.setdefault(id(target), []).append(call)
             finally:
                 self._building_callers = False
             self._callers = graph
@@ -849,15 +835,10 @@ def build_env(source: Source, memo=None) -> Env:
     _member_aliases(env)
     _collect_classes(env)
     every_run = runs.cut(env.index)
-    kept_names = runs.Kept(env.index, "outer names")
     outer: set = set()                  # the names bound where other statements can see them
-    for run in every_run:
-        join = kept_names.get(run)      # (a piece's names are its statements' alone)
-        if join is None:
-            join = kept_names.make(run, _RunNames(set().union(*(_bound_names(env, piece)[1] for piece in run))))
-        else:
-            kept_names.put(run, join)
-        outer |= join.outer
+    for _run, names in runs.pure(env.index, "outer names",
+                                 lambda run: set().union(*(_bound_names(env, piece)[1] for piece in run))):
+        outer |= names
     env.outer_bound = outer
     roles = keep.StaticRoles(env, outer)
     kept_bindings = runs.Kept(env.index, "bindings")
@@ -901,15 +882,6 @@ def _piece_bindings(env: Env, piece: Index, roles, module) -> None:
     kept = memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
                                                  env.bindings[first_binding:], env.tapes[first_tape:], module)
     env.add_sorted(kept)
-
-
-class _RunNames:
-    """The outer names a run of pieces binds (`runs`; a piece's are its own)."""
-
-    __slots__ = ("pieces", "outer")
-
-    def __init__(self, outer: set):
-        self.outer = outer
 
 
 def _in_order(index: Index):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import keep
+from . import keep, runs
 from . import nodes as N
 from .env import Env, _import_names, canonical, import_bindings, is_main_guard
 
@@ -63,6 +63,11 @@ class CallbackList:
     complete: bool = True                           # every contribution was understood
 
 
+def _names_written(run) -> set:
+    """The names written anywhere in a run of pieces."""
+    return set().union(*(piece.names for piece in run))
+
+
 class HvdFacts:
     """Horovod facts of one analysed file (see the module docstring)."""
 
@@ -76,7 +81,9 @@ class HvdFacts:
         self.api_calls: dict[str, list[N.Call]] = {}
         self._api_of: dict[int, str] = {}
         if self.locals:
-            for piece in env.index.parts():
+            pieces = [piece for run, names in runs.pure(env.index, "names", _names_written)
+                      if not names.isdisjoint(self.locals) for piece in run]
+            for piece in pieces:
                 if not any(local in piece.names for local in self.locals):
                     continue           # (no call in it can reach Horovod: none names it)
                 for call, _owner in piece.calls:
@@ -421,12 +428,11 @@ class HvdFacts:
         fns = {id(N.enclosing(c.node, {"funcdef"})) for c in inits}
         fns.discard(id(None))
         points = [c.node for c in inits if N.enclosing(c.node, {"funcdef", "lambdef"}) is None]
-        local = [call for piece in self.env.index.parts() for call in keep.local_calls(self.env, piece)[2]]
+        resolved = keep.resolved_calls(self.env)
         for _ in range(4):      # callers of init-calling functions, a few levels up
             grew = False
-            for call in local:                      # (the other calls run no local function)
-                target = self.env.call_target(call)
-                if target is None or id(target) not in fns:
+            for call, target in resolved:           # (the other calls run no local function)
+                if id(target) not in fns:
                     continue
                 fn = N.enclosing(call.node, {"funcdef"})
                 if fn is None:

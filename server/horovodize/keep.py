@@ -277,6 +277,25 @@ def keep_targets(env) -> None:
     env._targets_kept = True
 
 
+def resolved_calls(env) -> list:
+    """(call, the local function it runs) of every call that runs one, in source order:
+    from each run's joined targets when they are kept for this version (`RunTargets`),
+    else from each piece's local calls."""
+    joins = env.index.history.runs.get("targets", {}) if env._targets_kept else {}
+    out: list = []
+    for run in runs.cut(env.index):
+        join = joins.get(id(run[0]))
+        if join is not None:
+            out += join.resolved
+            continue
+        for piece in run:
+            for call in local_calls(env, piece)[2]:
+                target = env.call_target(call)
+                if target is not None:
+                    out.append((call, target))
+    return out
+
+
 def _piece_targets(env, piece, gen, owners) -> None:
     calls = local_calls(env, piece)
     kept = piece.memo.get("targets")
@@ -305,16 +324,15 @@ class RunTargets:
     names generations are the same (so is each piece's `local_calls`), no statement
     changed since defines a name one of them read, and every target is still defined."""
 
-    __slots__ = ("pieces", "version", "gen", "names", "table", "deps", "alive", "callers")
+    __slots__ = ("pieces", "version", "gen", "names", "table", "deps", "alive", "resolved")
 
     def __init__(self, env, entries: list, gen, names):
         self.version, self.gen, self.names = env.index.version, gen, names
         self.table: dict = {}
-        self.callers: dict = {}             # id(target) -> the run's calls of it (`Env.callers`)
+        self.resolved: list = []            # (call, target) in order (`resolved_calls`)
         for entry in entries:
             self.table.update(entry[2])
-            for call, target in entry[5]:
-                self.callers.setdefault(id(target), []).append(call)
+            self.resolved += entry[5]
         self.deps = frozenset().union(*(entry[3] for entry in entries))
         self.alive = set().union(*(entry[4] for entry in entries))
 

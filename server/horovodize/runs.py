@@ -86,3 +86,27 @@ def checked(piece, kind: str) -> int | None:
     valid (None: never joined)."""
     join = piece.memo.get(("run", kind))
     return getattr(join, "version", None)
+
+
+class Joined:
+    """A join that depends on its run's pieces alone (`pure`)."""
+
+    __slots__ = ("pieces", "value")
+
+    def __init__(self, value):
+        self.value = value
+
+
+def pure(index, kind: str, join) -> list[tuple[tuple, object]]:
+    """(run, ``join(run)``) for each run, the value kept while the run is the same pieces:
+    for what a piece's statements decide alone (the names they write or bind)."""
+    kept = Kept(index, kind)
+    out = []
+    for run in cut(index):
+        found = kept.get(run)
+        if found is None:
+            found = kept.make(run, Joined(join(run)))
+        else:
+            kept.put(run, found)
+        out.append((run, found.value))
+    return out
