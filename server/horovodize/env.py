@@ -570,12 +570,11 @@ class Env:
         return self._class_methods().get(id(cls), {}) if cls is not None else {}
 
     def _class_methods(self) -> dict[int, dict]:
+        """id(class) -> its methods by name (a class and its methods are in one piece)."""
         if not self._methods:
             table: dict[int, dict] = {}
-            for fn in self.index.funcdefs:
-                owner = self.index.def_owner.get(id(fn))
-                if owner is not None and owner.type == "classdef":
-                    table.setdefault(id(owner), {})[fn.name.value] = fn
+            for _run, methods in runs.pure(self.index, "methods", _methods_of):
+                table.update(methods)
             self._methods = table or {0: {}}
         return self._methods
 
@@ -806,6 +805,24 @@ class Env:
         return None
 
 
+def _methods_of(run) -> dict[int, dict]:
+    table: dict[int, dict] = {}
+    for piece in run:
+        for fn in piece.funcdefs:
+            owner = piece.def_owner.get(id(fn))
+            if owner is not None and owner.type == "classdef":
+                table.setdefault(id(owner), {})[fn.name.value] = fn
+    return table
+
+
+def _functions_of(run) -> dict[str, list]:
+    table: dict[str, list] = {}
+    for piece in run:
+        for fn in piece.funcdefs:
+            table.setdefault(fn.name.value, []).append(fn)
+    return table
+
+
 def _wrapper(env: Env, call) -> bool:
     """``tf.function(f)`` / ``functools.partial(f, ...)`` (callables.py)."""
     from .callables import is_wrapper
@@ -825,8 +842,9 @@ def build_env(source: Source, memo=None) -> Env:
     module = source.module
     env.index = memo.index(module) if memo is not None else build_index(module)
     _collect_imports(env, module)
-    for fn in env.index.funcdefs:
-        env.functions.setdefault(fn.name.value, []).append(fn)
+    for _run, functions in runs.pure(env.index, "functions by name", _functions_of):
+        for name, found in functions.items():
+            env.functions.setdefault(name, []).extend(found)
     for stmt in env.index.globals:
         fn = N.enclosing(stmt, {"funcdef"})
         if fn is not None and stmt.type == "global_stmt":
