@@ -10,13 +10,17 @@ import sys
 
 import pytest
 
-from horovodize import fast_parse, forked_tokens
+from horovodize import fast_parse, fast_tokens, forked_tokens
 from horovodize.source import GRAMMAR
 from parso.utils import split_lines
 
 from test_fast_parse import SNIPPETS, TEXTS, same_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork is used on Linux only")
+
+
+def fast_tokenizer():
+    return fast_tokens.tokenizer(GRAMMAR)
 
 
 def large(seed: int) -> str:
@@ -102,3 +106,14 @@ def test_a_stream_left_early_stops_the_child():
 
 def test_small_buffers_are_tokenized_here():
     assert forked_tokens.tokens(GRAMMAR._tokenizer, ["x = 1\n"] * 10) is None
+
+
+def test_the_child_holds_only_its_pipe(children):
+    """Not the server's stdio: the editor must see the server's end when the server exits."""
+    stream = forked_tokens.tokens(fast_tokenizer(), split_lines(large(5) * 3, keepends=True))
+    next(stream)                    # the child now waits on a full pipe
+    try:
+        held = os.listdir(f"/proc/{children[0]}/fd")
+        assert len(held) == 1, held
+    finally:
+        stream.close()

@@ -26,6 +26,7 @@ from parso.python.token import PythonTokenTypes
 MIN_LINES = 3000
 BATCH = 4096                               # tokens per message: the parser waits for the first
 STALL = 10.0                               # seconds without a message: the child is stuck
+_FDS = 4096                                # the child closes the descriptors below this one
 TYPES = list(PythonTokenTypes)
 _CODE = {id(type_): i for i, type_ in enumerate(TYPES)}
 _HEAD = struct.Struct("<I")
@@ -52,7 +53,10 @@ def tokens(tokenizer, lines: list[str]):
         status = 1
         try:
             gc.disable()        # a collection would touch (and copy) every page of the parent
-            os.close(read_end)
+            # only the pipe stays open: the editor's stdio (or socket) must see the server's
+            # end when the server exits, not when this child does
+            os.closerange(0, write_end)
+            os.closerange(write_end + 1, _FDS)
             _send(tokenizer(lines), write_end)
             status = 0
         finally:
