@@ -57,3 +57,17 @@ def test_undivided_work_is_reported():
 def test_work_divided_through_dataflow_is_seen(shape):
     divide, steps = SHAPES[shape]
     assert "HVD207" not in codes(PROGRAM.format(divide=divide, steps=steps))
+
+
+# Objects built with a size()-scaled learning rate carry no count of ranks into a call.
+OBJECTS = {
+    "callable(optimizer attribute)": "print(callable(opt.variables))\n",
+    "checkpoint of the optimizer": "checkpoint = tf.train.Checkpoint(model=model, opt=opt)\n",
+    "optimizer passed to a helper": "def describe(o):\n    return str(o)\n\n\ndescribe(opt)\n",
+}
+
+
+@pytest.mark.parametrize("use", sorted(OBJECTS))
+def test_an_optimizer_with_a_scaled_learning_rate_divides_no_work(use):
+    program = PROGRAM.format(divide="", steps="500").replace("model.fit(", OBJECTS[use] + "model.fit(")
+    assert "HVD207" in codes(program)

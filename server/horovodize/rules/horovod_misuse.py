@@ -420,10 +420,32 @@ def _divides(ctx: RuleContext) -> bool:
             else:
                 call = N.trailer_call(cur)
                 if call is not None and _may_divide(ctx, call) and any(
-                        arg.keyword not in _NOT_WORK and facts.flows_from(arg.value, ALL_APIS) for arg in call.args):
+                        arg.keyword not in _NOT_WORK and not _an_object(ctx, arg.value)
+                        and facts.flows_from(arg.value, ALL_APIS) for arg in call.args):
                     return True
             cur = cur.parent
     return False
+
+
+_OBJECTS = ("optimizer", "lr_schedule", "model", "checkpoint", "tape", "estimator")
+_WRAPPERS = ("DistributedOptimizer", "DistributedGradientTape", "PartialDistributedOptimizer", "PartialDistributedGradientTape")
+
+
+def _an_object(ctx: RuleContext, value) -> bool:
+    """`value` reads a model, optimizer, checkpoint... (``opt``, ``opt.variables``): built
+    with a size()-scaled learning rate, it still counts no work (``callable(opt.variables)``
+    in a broadcast, ``tf.train.Checkpoint(opt=opt)`` would otherwise hide HVD207)."""
+    first = value.children[0] if value.type in ("atom_expr", "power") else value
+    if first.type != "name":
+        return False
+    b = ctx.env.lookup(first.value, value)
+    if b is None:
+        return False
+    if b.role in _OBJECTS:
+        return True
+    made = N.as_call(b.value) if b.value is not None else None     # ``hvd.DistributedOptimizer(...)``
+    return made is not None and (ctx.facts.api(made) in _WRAPPERS
+                                 or (ctx.env.role_of_call(made) or ("",))[0] in _OBJECTS)
 
 
 _NOT_WORK = ("learning_rate", "lr", "initial_lr", "verbose", "root_rank", "optimizer", "callbacks")
