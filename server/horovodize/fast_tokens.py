@@ -8,10 +8,11 @@ A 10,000-line file has ~110,000 tokens, and this loop was half of opening it:
   tuple per token, through a Python-level ``__new__``); `fast_parse` reads both;
 * one ``match.group(1, 2, 3)`` call instead of three group calls and a span call (the
   token starts where the whitespace group ends: both match from ``pos``);
-* an operator goes to parso's last branch at once, after the name check, instead of
-  through the five string checks before it: no token starting with one of
-  `_OPERATOR_STARTS` is a string, an f-string start, a comment, a newline or a line
-  continuation (numbers such as ``.5`` are taken earlier, as in parso).
+* parso's five string, comment, newline and continuation checks are nested under one
+  test of the token's first character, each ending its pass of the loop, so an operator
+  goes past them to parso's last branch at once: no token starting with one of
+  `_OPERATOR_STARTS` is any of those (numbers such as ``.5`` are taken earlier, as in
+  parso).
 
 `tests/test_fast_parse.py` compares the tokens with parso's on every file of the project
 and on randomly broken buffers. The helpers (f-strings, illegal names) are parso's own.
@@ -234,88 +235,71 @@ def tokenize_lines(
                     yield (NAME, token, spos, prefix)
                 else:
                     yield from _split_illegal_unicode_name(token, spos, prefix)
-            elif initial in _OPERATOR_STARTS:                 # (the last branch's operators)
-                if token in '([{':
-                    if fstring_stack:
-                        fstring_stack[-1].open_parentheses(token)
-                    else:
-                        paren_level += 1
-                elif token in ')]}':
-                    if fstring_stack:
-                        fstring_stack[-1].close_parentheses(token)
-                    else:
-                        if paren_level:
-                            paren_level -= 1
-                elif token.startswith(':') and fstring_stack \
-                        and fstring_stack[-1].parentheses_count \
-                        - fstring_stack[-1].format_spec_count == 1:
-                    # `:` and `:=` both count
-                    fstring_stack[-1].format_spec_count += 1
-                    token = ':'
-                    pos = start + 1
-
-                yield (OP, token, spos, prefix)
-            elif initial in '\r\n':
-                if any(not f.allow_multiline() for f in fstring_stack):
-                    fstring_stack.clear()
-
-                if not new_line and paren_level == 0 and not fstring_stack:
-                    yield (NEWLINE, token, spos, prefix)
-                else:
-                    additional_prefix = prefix + token
-                new_line = True
-            elif initial == '#':  # Comments
-                assert not token.endswith("\n") and not token.endswith("\r")
-                if fstring_stack and fstring_stack[-1].is_in_expr():
-                    # `#` is not allowed in f-string expressions
-                    yield (ERRORTOKEN, initial, spos, prefix)
-                    pos = start + 1
-                else:
-                    additional_prefix = prefix + token
-            elif token in triple_quoted:
-                endprog = endpats[token]
-                endmatch = endprog.match(line, pos)
-                if endmatch:                                # all on one line
-                    pos = endmatch.end(0)
-                    token = line[start:pos]
-                    yield (STRING, token, spos, prefix)
-                else:
-                    contstr_start = spos                    # multiple lines
-                    contstr = line[start:]
-                    contline = line
-                    break
-
-            # Check up to the first 3 chars of the token to see if
-            #  they're in the single_quoted set. If so, they start
-            #  a string.
-            # We're using the first 3, because we're looking for
-            #  "rb'" (for example) at the start of the token. If
-            #  we switch to longer prefixes, this needs to be
-            #  adjusted.
-            # Note that initial == token[:1].
-            # Also note that single quote checking must come after
-            #  triple quote checking (above).
-            elif initial in single_quoted or \
-                    token[:2] in single_quoted or \
-                    token[:3] in single_quoted:
-                if token[-1] in '\r\n':                       # continued string
-                    # This means that a single quoted string ends with a
-                    # backslash and is continued.
-                    contstr_start = lnum, start
-                    endprog = (endpats.get(initial) or endpats.get(token[1])
-                               or endpats.get(token[2]))  # type: ignore[assignment]
-                    contstr = line[start:]
-                    contline = line
-                    break
-                else:                                       # ordinary string
-                    yield (STRING, token, spos, prefix)
-            elif token in fstring_pattern_map:  # The start of an fstring.
-                fstring_stack.append(FStringNode(fstring_pattern_map[token]))
-                yield (FSTRING_START, token, spos, prefix)
-            elif initial == '\\' and line[start:] in ('\\\n', '\\\r\n', '\\\r'):  # continued stmt
-                additional_prefix += prefix + line[start:]
-                break
             else:
+                if initial not in _OPERATOR_STARTS:   # (strings, comments, newlines, continuations)
+                    if initial in '\r\n':
+                        if any(not f.allow_multiline() for f in fstring_stack):
+                            fstring_stack.clear()
+
+                        if not new_line and paren_level == 0 and not fstring_stack:
+                            yield (NEWLINE, token, spos, prefix)
+                        else:
+                            additional_prefix = prefix + token
+                        new_line = True
+                        continue
+                    elif initial == '#':  # Comments
+                        assert not token.endswith("\n") and not token.endswith("\r")
+                        if fstring_stack and fstring_stack[-1].is_in_expr():
+                            # `#` is not allowed in f-string expressions
+                            yield (ERRORTOKEN, initial, spos, prefix)
+                            pos = start + 1
+                        else:
+                            additional_prefix = prefix + token
+                        continue
+                    elif token in triple_quoted:
+                        endprog = endpats[token]
+                        endmatch = endprog.match(line, pos)
+                        if endmatch:                                # all on one line
+                            pos = endmatch.end(0)
+                            token = line[start:pos]
+                            yield (STRING, token, spos, prefix)
+                            continue
+                        contstr_start = spos                        # multiple lines
+                        contstr = line[start:]
+                        contline = line
+                        break
+
+                    # Check up to the first 3 chars of the token to see if
+                    #  they're in the single_quoted set. If so, they start
+                    #  a string.
+                    # We're using the first 3, because we're looking for
+                    #  "rb'" (for example) at the start of the token. If
+                    #  we switch to longer prefixes, this needs to be
+                    #  adjusted.
+                    # Note that initial == token[:1].
+                    # Also note that single quote checking must come after
+                    #  triple quote checking (above).
+                    elif initial in single_quoted or \
+                            token[:2] in single_quoted or \
+                            token[:3] in single_quoted:
+                        if token[-1] in '\r\n':                       # continued string
+                            # This means that a single quoted string ends with a
+                            # backslash and is continued.
+                            contstr_start = lnum, start
+                            endprog = (endpats.get(initial) or endpats.get(token[1])
+                                       or endpats.get(token[2]))  # type: ignore[assignment]
+                            contstr = line[start:]
+                            contline = line
+                            break
+                        yield (STRING, token, spos, prefix)         # ordinary string
+                        continue
+                    elif token in fstring_pattern_map:  # The start of an fstring.
+                        fstring_stack.append(FStringNode(fstring_pattern_map[token]))
+                        yield (FSTRING_START, token, spos, prefix)
+                        continue
+                    elif initial == '\\' and line[start:] in ('\\\n', '\\\r\n', '\\\r'):  # continued stmt
+                        additional_prefix += prefix + line[start:]
+                        break
                 if token in '([{':
                     if fstring_stack:
                         fstring_stack[-1].open_parentheses(token)
