@@ -117,23 +117,12 @@ class IndexMemo:
         added: list[Index] = []
         self.walked = 0
         for child in stmts:
-            old = self._pieces.get(id(child))
-            if not hasattr(child, "children"):
-                if old is not None and old[0] is child:   # (error recovery can leave a bare name)
-                    shape, piece = old[1], old[2]
-                else:
-                    shape, piece = [], Index()
-                    piece.names[child.value] = [child]
-                    added.append(piece)
-            elif old is not None and old[0] is child and (untouched or _unchanged(old[1])):
-                shape, piece = old[1], old[2]
-            else:
-                shape = _shape(child, [])
-                piece = build_index(_Root(child), owner=module)
-                self.walked += 1
-                added.append(piece)
-            pieces[id(child)] = (child, shape, piece)
-            order.append(piece)
+            entry = self._pieces.get(id(child))
+            if entry is None or entry[0] is not child or not (untouched or _unchanged(entry[1])):
+                entry = self._entry(child, module)
+                added.append(entry[2])
+            pieces[id(child)] = entry
+            order.append(entry[2])
         kept = {id(p[2]) for p in pieces.values()}
         removed = [p[2] for key, p in self._pieces.items() if id(p[2]) not in kept]
         return self._finish(pieces, order, added, removed, stmts)
@@ -143,12 +132,8 @@ class IndexMemo:
         same objects, untouched (`splice_parse`): only the statements between the common
         first and last ones are looked at (1-2 instead of ~1,150 at 10,000 lines)."""
         old = self._stmts
+        p, s = _common_ends(old, stmts)
         n, m = len(old), len(stmts)
-        limit = min(n, m)
-        p = next((i for i, same in enumerate(map(is_, old, stmts)) if not same), limit)
-        s = 0
-        while s < limit - p and old[n - 1 - s] is stmts[m - 1 - s]:
-            s += 1
         pieces = dict(self._pieces)
         middle, added = [], []
         self.walked = 0
@@ -157,13 +142,7 @@ class IndexMemo:
         for child in stmts[p:m - s]:
             entry = self._pieces.get(id(child))
             if entry is None or entry[0] is not child:
-                piece = Index()
-                if hasattr(child, "children"):
-                    entry = (child, _shape(child, []), build_index(_Root(child), owner=module))
-                    self.walked += 1
-                else:
-                    piece.names[child.value] = [child]
-                    entry = (child, [], piece)
+                entry = self._entry(child, module)
                 added.append(entry[2])
             pieces[id(child)] = entry
             middle.append(entry[2])
@@ -173,6 +152,15 @@ class IndexMemo:
         removed = [self._pieces[id(child)][2] for child in old[p:n - s]
                    if id(self._pieces[id(child)][2]) not in kept]
         return self._finish(pieces, order, added, removed, stmts)
+
+    def _entry(self, child, module) -> tuple:
+        """(statement, shape, piece) of a statement not indexed before."""
+        if not hasattr(child, "children"):      # (error recovery can leave a bare name)
+            piece = Index()
+            piece.names[child.value] = [child]
+            return child, [], piece
+        self.walked += 1
+        return child, _shape(child, []), build_index(_Root(child), owner=module)
 
     def _finish(self, pieces: dict, order: list, added: list, removed: list, stmts: list) -> Index:
         if self._merged is None or len(added) + len(removed) > len(order) // 2:
@@ -292,19 +280,24 @@ class IndexMemo:
         return idx
 
 
+def _common_ends(old: list, new: list) -> tuple[int, int]:
+    """How many items two lists share, by identity, at the start; then at the end."""
+    n, m = len(old), len(new)
+    limit = min(n, m)
+    p = next((i for i, same in enumerate(map(is_, old, new)) if not same), limit)
+    s = 0
+    while s < limit - p and old[n - 1 - s] is new[m - 1 - s]:
+        s += 1
+    return p, s
+
+
 def _splice_lists(idx: Index, prev: Index, order: list[Index]) -> None:
     """The lists: the previous ones with the items of the pieces between the unchanged
     first and last pieces replaced (copied in C; concatenating every piece again cost
     most of a keystroke's merge)."""
     old = prev.pieces
+    p, s = _common_ends(old, order)
     n, m = len(old), len(order)
-    limit = min(n, m)
-    p = 0
-    while p < limit and old[p] is order[p]:
-        p += 1
-    s = 0
-    while s < limit - p and old[n - 1 - s] is order[m - 1 - s]:
-        s += 1
     for name in _LISTS:
         items = attrgetter(name)
         merged = getattr(prev, name)

@@ -281,7 +281,7 @@ def resolved_calls(env) -> list:
     """(call, the local function it runs) of every call that runs one, in source order:
     from each run's joined targets when they are kept for this version (`RunTargets`),
     else from each piece's local calls."""
-    joins = env.index.history.runs.get("targets", {}) if env._targets_kept else {}
+    joins = runs.this_version(env.index, "targets") if env._targets_kept else {}
     out: list = []
     for run in runs.cut(env.index):
         join = joins.get(id(run[0]))

@@ -221,14 +221,14 @@ class _Summarizer:
         callers: dict[int, list] = {}
         pending, linked = [], []            # functions with loop-starting calls; with callees
         kept_runs = runs.Kept(env.index, "functions")
-        targets = env.index.history.runs.get("targets", {}) if kept_runs.keeping else {}
+        targets = runs.this_version(env.index, "targets")
         for run in runs.cut(env.index):
             join = kept_runs.get(run)
             made_with = targets.get(id(run[0]))
             if join is not None and join.targets is made_with and made_with is not None:
                 kept_runs.put(run, join)
             else:
-                join = kept_runs.make(run, _RunFunctions(self, run, made_with))
+                join = kept_runs.make(run, _RunFunctions(self, run, made_with), point=False)
             direct.update(join.direct)
             callees.update(join.callees)
             for key, fns in join.callers.items():

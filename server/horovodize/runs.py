@@ -70,15 +70,23 @@ class Kept:
         if self.new is not None:
             self.new[id(run[0])] = join
 
-    def make(self, run: tuple, join):
-        """Keep `join`, made for `run` at this version; its pieces point to it (`checked`)."""
+    def make(self, run: tuple, join, point: bool = True):
+        """Keep `join`, made for `run` at this version; its pieces point to it, for
+        `checked` (not for a join of the pieces alone: `point` False)."""
         if self.new is not None:
             join.pieces = run
             self.new[id(run[0])] = join
-            key = ("run", self.kind)
-            for piece in run:
-                piece.memo[key] = join
+            if point:
+                key = ("run", self.kind)
+                for piece in run:
+                    piece.memo[key] = join
         return join
+
+
+def this_version(index, kind: str) -> dict:
+    """id(first piece) -> the join of each run of `kind` made or checked at this version
+    (what a later pass reads of an earlier one's joins); {} without a memo."""
+    return index.history.runs.get(kind, {}) if index.history is not None and index.version is not None else {}
 
 
 def checked(piece, kind: str) -> int | None:
@@ -105,7 +113,7 @@ def pure(index, kind: str, join) -> list[tuple[tuple, object]]:
     for run in cut(index):
         found = kept.get(run)
         if found is None:
-            found = kept.make(run, Joined(join(run)))
+            found = kept.make(run, Joined(join(run)), point=False)
         else:
             kept.put(run, found)
         out.append((run, found.value))
