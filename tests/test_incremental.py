@@ -141,7 +141,9 @@ class Buffer:
         self.uri = f"file:///tmp/horovodize-incremental/{next(self.count)}.py"
         self.version = 0
 
-    def analyse(self, text: str):
+    def analyse(self, text: str, prime: bool = True):
+        """`prime`: after a tree parsed whole, fill the memo as the server does once the
+        diagnostics are sent (`HorovodizeServer._prime`); False: the next change came first."""
         self.version += 1
         doc = Document(self.uri, self.version, Text(text))
         self.server.documents[self.uri] = doc
@@ -149,6 +151,8 @@ class Buffer:
         fresh = analyze(text)
         assert signature(entry.analysis) == signature(fresh)
         assert entry.diagnostics == convert.diagnostics(fresh, Text(text), UTF16, self.uri, self.version, Options())
+        if entry.fresh and prime:
+            self.server._prime(self.uri, doc.text)
         return entry
 
     @property
@@ -193,14 +197,14 @@ def _random_edits(data) -> None:
     text = data.draw(st.sampled_from(CORPUS), label="program")
     buffer = Buffer()
     try:
-        buffer.analyse(text)
+        buffer.analyse(text, prime=data.draw(st.booleans(), label="primed"))
         for _ in range(data.draw(st.integers(1, 6), label="edits")):
             if data.draw(st.booleans(), label="line edit"):
                 start, end, new = _line_edit(data.draw, text)
             else:
                 start, end, new = data.draw(edit(len(text)))
             text = text[:start] + new + text[end:]
-            buffer.analyse(text)
+            buffer.analyse(text, prime=data.draw(st.booleans(), label="primed"))
             assert buffer.parser.module.get_code() == text
     finally:
         buffer.close()

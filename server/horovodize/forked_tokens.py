@@ -13,6 +13,7 @@ caller tokenizes in process (`TokensLost` says the stream broke after the parse 
 from __future__ import annotations
 
 import gc
+import itertools
 import marshal
 import os
 import select
@@ -62,7 +63,26 @@ def tokens(tokenizer, lines: list[str]):
         finally:
             os._exit(status)    # no atexit, no flush of the parent's (LSP) stdout buffer
     os.close(write_end)
-    return _receive(pid, read_end)
+    return Stream(_receive(pid, read_end))
+
+
+class Stream:
+    """The child's tokens: iterating chains its batches in C (a generator between the
+    parse loop and each token cost ~20 ms at 10,000 lines); `close` stops and reaps the
+    child when the parse leaves early."""
+
+    def __init__(self, batches):
+        self._batches = batches
+        self._tokens = itertools.chain.from_iterable(batches)
+
+    def __iter__(self):
+        return self._tokens
+
+    def __next__(self):
+        return next(self._tokens)
+
+    def close(self) -> None:
+        self._batches.close()
 
 
 _WARM_UP = ['f"{x!r:>{w}}" + rb"\\n" + 0x1_0j  # c\n', "\tif (a,\\\n", "  b): pass\n"]
@@ -117,7 +137,7 @@ def _receive(pid: int, fd: int):
                 codes, strings, positions, prefixes = marshal.loads(_read(fd, pending, size))
             except (EOFError, ValueError, TypeError) as error:
                 raise TokensLost(f"unreadable tokens: {error}") from None
-            yield from zip(map(types, codes), strings, positions, prefixes)
+            yield zip(map(types, codes), strings, positions, prefixes)
     finally:
         os.close(fd)
         if not finished:                    # the parse stopped early, or the child failed

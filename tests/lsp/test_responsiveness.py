@@ -39,10 +39,11 @@ def analysed(uri: str) -> list[str]:
             if f" analysed {uri} version " in line and " not analysed " not in line]
 
 
-def capabilities() -> types.ClientCapabilities:
+def capabilities(pull: bool = False) -> types.ClientCapabilities:
     return types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
         synchronization=types.TextDocumentSyncClientCapabilities(),
-        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)))
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True),
+        diagnostic=types.DiagnosticClientCapabilities() if pull else None))
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVE))
@@ -51,6 +52,13 @@ async def client(lsp_client: LanguageClient, request):
     lsp_client.encoding = "utf-16"
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=capabilities(), initialization_options=getattr(request, "param", None)))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVE))
+async def pull_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities(pull=True)))
     yield
     await lsp_client.shutdown_session()
 
@@ -124,6 +132,50 @@ async def test_a_keystroke_stops_the_analysis_of_the_version_it_replaces(client)
     assert published == [2]
     assert analysed(uri) == ["2"]                 # version 1 never ran to the end ...
     assert f"cancelled {uri} version 1 " in LOG.read_text()   # ... it stopped between two passes
+
+
+async def test_an_opened_file_is_published_first_and_its_memo_filled_after(client):
+    """Opening analyses the whole-parsed tree without the memo (its diagnostics sooner); the
+    memo is filled once they are sent, so the first keystroke re-indexes one statement."""
+    text = program(4000)
+    uri = "file:///tmp/horovodize-tests/primed.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    await diagnostics_for(client, uri, 1, timeout=120)
+
+    async def filled():
+        while f"memo of {uri} version 1 filled" not in LOG.read_text():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(filled(), 120)
+    lines = text.split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith("    return "))
+    keystroke(client, uri, 2, row, len("    return "))
+    diagnostics = await diagnostics_for(client, uri, 2, timeout=120)
+    log = [line for line in LOG.read_text().splitlines() if f" analysed {uri} version " in line]
+    assert "parsed whole, memo later" in log[0]
+    assert "warm-up failed" not in LOG.read_text()      # (`HorovodizeServer.warm_up`, at start)
+    assert log[1].endswith("1 statements indexed again)"), log[1]
+    lines[row] = lines[row][:len("    return ")] + "x" + lines[row][len("    return "):]
+    fresh = analyze("\n".join(lines))
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in diagnostics] == \
+        [(f.code, *fresh.source.position(f.start)) for f in fresh.findings]
+
+
+async def test_a_pulled_file_gets_its_memo_filled_after_the_answer(pull_client):
+    uri = "file:///tmp/horovodize-tests/pulled.py"
+    text = program(2000)
+    pull_client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    report = await pull_client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert [d.code for d in report.items] == [f.code for f in analyze(text).findings]
+
+    async def filled():
+        while f"memo of {uri} version 1 filled" not in LOG.read_text():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(filled(), 120)
 
 
 async def test_shutdown_and_exit_do_not_wait_for_a_running_analysis():

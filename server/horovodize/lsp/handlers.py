@@ -10,6 +10,7 @@ stays up.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from urllib.parse import unquote, urlparse
 
@@ -70,6 +71,7 @@ async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParam
     entry = await current_analysis(ls, params.text_document.uri)
     if entry is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
+    asyncio.get_running_loop().call_soon(ls.prime_later, entry)     # (after this answer is sent)
     if params.previous_result_id == entry.result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=entry.result_id)
     return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics, result_id=entry.result_id)
