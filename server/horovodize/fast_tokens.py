@@ -46,6 +46,25 @@ FSTRING_END = PythonTokenTypes.FSTRING_END
 
 _OPERATOR_STARTS = frozenset("()[]{}:;,.+-*/%&|^~<>=!@")
 
+# A line of ASCII names, numbers, operators and spaces, perhaps a comment, then a newline:
+# no string, continuation, tab or f-string can start in it. Each of its characters starts a
+# token (or spaces before one), so the pseudo-token expression's successive matches from
+# the line's start (``findall``) are the tokens parso's loop matches one by one.
+simple = re.compile(r'[ \w()\[\]{}:;,.+\-*/%&|^~<>=!@]*(?:#[^\r\n]*)?\r?\n\Z', re.ASCII).match
+# parso's `always_break_tokens` that are names: inside brackets, one of them resets the
+# bracket level (error recovery), which only parso's loop below does. (Found as the end of
+# a word: ``1return`` is a number and a name.)
+_BREAKS = re.compile(r'(?:import|class|def|try|except|finally|while|with|return|continue|break'
+                     r'|del|pass|global|assert|nonlocal)\b', re.ASCII)
+
+
+def _no_break(line: str, paren_level: int) -> bool:
+    """No name of `_BREAKS` in `line` is reached inside brackets: there is none, or the
+    only one is the line's first token outside brackets."""
+    found = _BREAKS.search(line)
+    return found is None or (paren_level == 0 and not line[:found.start()].strip(' ')
+                             and _BREAKS.search(line, found.end()) is None)
+
 
 def tokenizer(grammar):
     """``grammar._tokenizer`` with this module's `tokenize_lines`."""
@@ -83,6 +102,7 @@ def tokenize_lines(
     pseudo_token, single_quoted, triple_quoted, endpats, whitespace, \
         fstring_pattern_map, always_break_tokens, = \
         _get_token_collection(version_info)
+    findall = pseudo_token.findall
     paren_level = 0  # count parentheses
     if indents is None:
         indents = [0]
@@ -131,6 +151,50 @@ def tokenize_lines(
                 contstr = contstr + line
                 contline = contline + line
                 continue
+
+        if pos == 0 and not fstring_stack and simple(line) is not None and _no_break(line, paren_level):
+            # A line of names, numbers and operators only: its tokens in one C call, and the
+            # steps of the loop below that such tokens reach (`simple`).
+            pos = 0
+            for whitespace_, token, name in findall(line):
+                start = pos + len(whitespace_)
+                if start == max_:                        # (the empty match at the end)
+                    break
+                pos = start + len(token)
+                spos = (lnum, start)
+                prefix = additional_prefix + whitespace_
+                additional_prefix = ''
+                initial = token[0]
+                if initial == '\n' or initial == '\r':
+                    if not new_line and paren_level == 0:
+                        yield (NEWLINE, token, spos, prefix)
+                    else:
+                        additional_prefix = prefix + token
+                    new_line = True
+                    continue
+                if initial == '#':
+                    additional_prefix = prefix + token
+                    continue
+                if new_line:
+                    new_line = False
+                    if paren_level == 0:
+                        indent_start = start
+                        if indent_start > indents[-1]:
+                            yield (INDENT, '', spos, '')
+                            indents.append(indent_start)
+                        yield from dedent_if_necessary(indent_start)
+                if name:
+                    yield (NAME, token, spos, prefix)
+                elif initial in numchars or (initial == '.' and token != '.' and token != '...'):
+                    yield (NUMBER, token, spos, prefix)
+                else:
+                    if token in '([{':
+                        paren_level += 1
+                    elif token in ')]}':
+                        if paren_level:
+                            paren_level -= 1
+                    yield (OP, token, spos, prefix)
+            continue
 
         while pos < max_:
             if fstring_stack:
