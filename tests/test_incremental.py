@@ -152,7 +152,7 @@ class Buffer:
         assert signature(entry.analysis) == signature(fresh)
         assert entry.diagnostics == convert.diagnostics(fresh, Text(text), UTF16, self.uri, self.version, Options())
         if entry.fresh and prime:
-            self.server._prime(self.uri, doc.text)
+            self.server._prime(self.uri, self.version, doc.text)
         return entry
 
     @property

@@ -383,15 +383,16 @@ class HorovodizeServer(LanguageServer):
         if entry.fresh:
             entry.fresh = False
             try:
-                self._worker.submit(self._prime, entry.uri, entry.text)
+                self._worker.submit(self._prime, entry.uri, entry.version, entry.text)
             except RuntimeError:                 # the worker is shut down
                 pass
 
-    def _prime(self, uri: str, text: Text) -> None:
+    def _prime(self, uri: str, version, text: Text) -> None:
         """Worker thread, after the diagnostics of a tree parsed whole: the analysis again
         with the document's memo, so that the next keystroke reuses the work on every
-        statement it leaves alone. Skipped, or stopped, by a newer change (whose own
-        analysis fills the memo then)."""
+        statement it leaves alone. Skipped when a newer change came first (its own analysis
+        fills the memo then); not stopped by one that comes during it, which then waits
+        for the rest of this instead of filling the whole memo itself."""
         parser = self._parsers.get(uri)
         if parser is None or self._stale(uri, text) or parser.text is not text.text:
             return
@@ -399,15 +400,14 @@ class HorovodizeServer(LanguageServer):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            analyze(text.text, module=parser.module, memo=parser.memo, stop=lambda: self._stale(uri, text),
+            analyze(text.text, module=parser.module, memo=parser.memo, stop=lambda: uri not in self.documents,
                     line_starts=text.line_starts)
             parser.memo.count_keys()
         except Cancelled:
             return
         finally:
             _resume_gc(collecting)
-        log.info("memo of %s version %s filled in %.0f ms", uri, self.documents[uri].version,
-                 (time.perf_counter() - started) * 1000)
+        log.info("memo of %s version %s filled in %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
 
     def _stale(self, uri: str, text: Text) -> bool:
         """Worker thread: has the buffer changed (or closed) since `text`?"""
