@@ -469,15 +469,15 @@ class Env:
         self._by_key.update(kept.local_keys)
         for key, found in kept.module_keys.items():
             self._by_key.setdefault(key, []).extend(found)
-        self.add_sorted(kept)
+        self.add_sorted(kept.with_role, kept.module, kept.renames)
 
-    def add_sorted(self, kept) -> None:
+    def add_sorted(self, with_role: list, module: list, renames: list) -> None:
         """A piece's (or run's) bindings with a role, at module level, and renaming another
-        name, after those already added: each list in order without a walk over every
-        binding of the file per pass on each keystroke (`keep.PieceBindings`)."""
-        self._with_role += kept.with_role
-        self._module_bindings += kept.module
-        self._renames += kept.renames
+        name (`keep.sorted_lists`), after those already added: each list in order without a
+        walk over every binding of the file per pass on each keystroke."""
+        self._with_role += with_role
+        self._module_bindings += module
+        self._renames += renames
 
     def with_role(self) -> list[Binding]:
         """The bindings whose role is not ``"other"`` (a few of thousands), in order: what
@@ -897,9 +897,12 @@ def _piece_bindings(env: Env, piece: Index, roles, module) -> None:
                 deps = (deps or set()).union(read)
         else:
             _with_item(env, stmt)
+    if env.index.version is None:          # (no memo: nothing is kept, only the lists are added)
+        env.add_sorted(*keep.sorted_lists(env.bindings[first_binding:], module))
+        return
     kept = memo["bindings"] = keep.PieceBindings(roles, None if deps is None else frozenset(deps),
                                                  env.bindings[first_binding:], env.tapes[first_tape:], module)
-    env.add_sorted(kept)
+    env.add_sorted(kept.with_role, kept.module, kept.renames)
 
 
 def _in_order(index: Index):

@@ -409,6 +409,14 @@ class StaticRoles:
         memo[("roles", id(stmt))] = (index.version, self.dynamic_gen, frozenset(deps), found)
 
 
+def sorted_lists(bindings: list, module) -> tuple[list, list, list]:
+    """(the bindings with a role, those at module level, those without a role whose value
+    is another name), each in order: what `Env.add_sorted` adds."""
+    return ([b for b in bindings if b.role != "other"], [b for b in bindings if b.scope is module],
+            [b for b in bindings if b.role == "other" and b.value is not None
+             and b.value_dotted() not in (None, b.name)])
+
+
 class PieceBindings:
     """The bindings and tapes one index piece added: the same for the same generation when
     every role in it was static (`deps` None), and, when some were read from other
@@ -438,10 +446,7 @@ class PieceBindings:
         for b in bindings:
             keys = self.module_keys if b.scope is module else self.local_keys
             keys.setdefault((b.name, id(b.scope)), []).append(b)
-        self.with_role = [b for b in bindings if b.role != "other"]
-        self.module = [b for b in bindings if b.scope is module]
-        self.renames = [b for b in bindings if b.role == "other" and b.value is not None
-                        and b.value_dotted() not in (None, b.name)]
+        self.with_role, self.module, self.renames = sorted_lists(bindings, module)
 
     def valid(self, roles: StaticRoles) -> bool:
         if self.tf1 != roles.env.tf1:
