@@ -100,13 +100,10 @@ def _warm(tokenizer) -> None:
 
 def _send(stream, fd: int) -> None:
     code = _CODE
-    batch: list = []
-    for token in stream:
-        batch.append(token)
-        if len(batch) == BATCH:
-            _write(fd, _message(batch, code))
-            batch = []
-    if batch:
+    while True:
+        batch = list(itertools.islice(stream, BATCH))     # (pulled from the tokenizer in C)
+        if not batch:
+            break
         _write(fd, _message(batch, code))
     _write(fd, _HEAD.pack(0))
 
