@@ -261,7 +261,7 @@ def build_index(module, owner=None) -> Index:
                 visit(child, owner, depth)
             elif t in _RECORDED:
                 visit(child, _record(idx, child, owner), depth)
-            elif hasattr(child, "children"):
+            else:                                   # (every leaf type is above: an inner node)
                 visit(child, owner, depth)
 
     try:
@@ -1703,6 +1703,14 @@ def _local_in(env: Env, name: str, fn) -> bool:
 
 
 def _is_module_import_call(value) -> bool:
+    children = getattr(value, "children", None)
+    if not children or len(children) < 2:
+        return False
+    before = children[-2]                 # (the callee's last name, before making the `Call`)
+    if before.type == "trailer":
+        before = before.children[-1]
+    if before.type != "name" or before.value not in ("import_module", "__import__"):
+        return False
     call = N.as_call(value)
     if call is None:
         return False

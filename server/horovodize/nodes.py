@@ -310,12 +310,12 @@ def assign_parts(expr_stmt):
     ch = expr_stmt.children
     if expr_stmt.type != "expr_stmt":
         return None
-    if len(ch) >= 3 and ch[1] == "=":
+    if len(ch) >= 3 and ch[1].type == "operator" and ch[1].value == "=":
         targets = [ch[i] for i in range(0, len(ch) - 1, 2)]
         return targets, ch[-1]
     if len(ch) == 2 and ch[1].type == "annassign":
         ann = ch[1].children
-        if len(ann) >= 4 and ann[2] == "=":
+        if len(ann) >= 4 and ann[2].type == "operator" and ann[2].value == "=":
             return [ch[0]], ann[3]
     return None
 
