@@ -75,3 +75,22 @@ def test_broken_buffers_parse_to_parsos_tree(which, edits):
         text = text[:at] + snippet + text[at + cut:]
     same_tokens(text)
     same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
+
+
+# Lines of names, numbers and operators (`fast_tokens.simple`): tokenized by one `findall`
+# each, unless a name on which parso's tokenizer resets the bracket level is reached
+# inside brackets (then parso's loop takes the line).
+SIMPLE_LINES = [
+    "x = [\n    halfway-1return alfway + 1,\n    y]\n",        # a number, then a name that breaks
+    "f(a,\n  return b)\nx\n", "f(a, b.import_x,\n  c)\n", "def f(x): return (x,\n  def)\n",
+    "x = (1 +  # return to the start\n     2)\n", "y = 0x1f + 1e-5 + .5j + 1_000 ... 3\n",
+    "a = b ! c\n", "if x:\n    y = 1\n  z = 2\nw\n", "a = (\n\n  b)\r\nc\r\n", "x = 1  # é\n",
+    "class A: pass; y = [1,\n  2]\n", "l = [a for a in b if a]\n", "  x\ny\n    z\n",
+]
+
+
+@pytest.mark.parametrize("text", SIMPLE_LINES)
+def test_simple_lines_make_parsos_tokens(text):
+    assert any(fast_tokens.simple(line) for line in split_lines(text, keepends=True))
+    same_tokens(text)
+    same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
