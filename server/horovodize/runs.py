@@ -26,7 +26,11 @@ _MIX = 0x9E3779B97F4A7C15  # Fibonacci hashing: ids are aligned and allocated in
 
 
 def cut(index) -> list[tuple]:
-    """The index's pieces in runs (tuples, in order), made once per version."""
+    """The index's pieces in runs (tuples, in order), made once per version. An index made
+    by one walk (no pieces, no memo) is its own only run, not kept on it: that would be a
+    reference cycle, and the whole analysis garbage for the full collection only."""
+    if not index.pieces:
+        return [(index,)]
     found = index.__dict__.get("_runs")
     if found is None:
         found, run = [], []
