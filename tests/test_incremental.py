@@ -151,8 +151,9 @@ class Buffer:
         fresh = analyze(text)
         assert signature(entry.analysis) == signature(fresh)
         assert entry.diagnostics == convert.diagnostics(fresh, Text(text), UTF16, self.uri, self.version, Options())
-        if entry.fresh and prime:
-            self.server._prime(self.uri, self.version, doc.text)
+        if entry.fresh and prime:       # (its analysis then replaces the entry's: the same one)
+            primed = self.server._prime(self.uri, self.version, doc.text)
+            assert primed is not None and signature(primed) == signature(fresh)
         return entry
 
     @property

@@ -148,6 +148,11 @@ async def test_an_opened_file_is_published_first_and_its_memo_filled_after(clien
             await asyncio.sleep(0.05)
 
     await asyncio.wait_for(filled(), 120)
+    fresh = analyze(text)                 # (the entry's analysis is now the memo's: the same findings)
+    line, character = fresh.source.position(fresh.findings[0].start)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character)))
+    assert hover is not None and fresh.findings[0].code in str(hover.contents)
     lines = text.split("\n")
     row = next(i for i, line in enumerate(lines) if line.startswith("    return "))
     keystroke(client, uri, 2, row, len("    return "))
