@@ -14,10 +14,14 @@ p50/p95 of parse + analysis per keystroke while a new function is typed into the
 of the file (``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
-                                          [--baseline GIT-REV] [--converted]
+                                          [--baseline GIT-REV] [--converted] [--opens N]
 
 ``--converted`` edits each program after the whole-file conversion: a program that uses
 Horovod, as it is edited after `horovodize convert`, where the HVD2xx checks run too.
+
+``--opens N`` times only the open instead: N rounds per size, each server once per round
+in a new process (so a slow minute falls on all of them alike), and prints each one's
+median, min and max and its ratio to ruff per round.
 
 ``--baseline REV`` also runs the server of an earlier commit (``git archive REV server``)
 in the same run, so a before/after comparison sees the same machine load.
@@ -141,6 +145,13 @@ class Session:
                 self.last = params
                 return when
 
+    async def open_only(self, path: Path, timeout: float) -> float:
+        """didOpen -> publishDiagnostics of `path`, in seconds."""
+        item = types.TextDocumentItem(uri=path.as_uri(), language_id="python", version=1, text=path.read_text())
+        t0 = time.perf_counter()
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+        return await self.wait(path.as_uri(), 1, timeout) - t0
+
     async def measure(self, path: Path, edits: int, timeout: float) -> tuple[float, list[float], str]:
         """(open latency, edit latencies, the final text)."""
         text = path.read_text()
@@ -258,6 +269,37 @@ def _type(parser, buffer, at: int, typed: str) -> list[float]:
 TYPED = "def scale_batch(images, factor):\n    scaled = tf.cast(images, tf.float32)\n    return scaled * factor\n\n"
 
 
+async def interleaved_opens(servers: list, sizes: list[int], rounds: int, converted: bool, timeout: float) -> int:
+    """`rounds` rounds per size of didOpen -> publishDiagnostics, each server once per round
+    in a new process, so a slow minute of the machine falls on all of them alike; prints
+    each server's median, min and max, and per round the ratio to ruff."""
+    print(f"\n{'lines':>6} {'server':<11} {'opens':>5} {'median':>8} {'min':>8} {'max':>8} {'median/ruff':>11}"
+          f" {'per round /ruff':>16}")
+    with tempfile.TemporaryDirectory(prefix="horovodize-bench-") as tmp:
+        for size in sizes:
+            text = convert_text(program(size)) if converted else program(size)
+            path = Path(tmp) / f"train_{size}.py"
+            path.write_text(text)
+            times: dict[str, list[float]] = {name: [] for name, _c, _e in servers}
+            for k in range(rounds):
+                print(f"opens: {size} lines, round {k + 1} of {rounds} ...", file=sys.stderr, flush=True)
+                for name, command, env in servers:
+                    session = Session(command, path.parent, env)
+                    await session.start()
+                    try:
+                        times[name].append(await session.open_only(path, timeout))
+                    finally:
+                        await session.stop()
+            ruff = times.get("ruff")
+            for name, found in times.items():
+                med = statistics.median(found)
+                per = (f"{min(a / b for a, b in zip(found, ruff)):.1f}–{max(a / b for a, b in zip(found, ruff)):.1f}x"
+                       if ruff and name != "ruff" else "-")
+                print(f"{text.count(chr(10)):>6} {name:<11} {len(found):>5} {ms(med)} {ms(min(found))} {ms(max(found))}"
+                      f" {ratio(med, ruff and name != 'ruff' and statistics.median(ruff)):>11} {per:>16}")
+    return 0
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:8.1f}"
 
@@ -281,7 +323,12 @@ async def main() -> int:
     parser.add_argument("--baseline", metavar="GIT-REV", help="also run the server of this commit")
     parser.add_argument("--converted", action="store_true",
                         help="edit each program after `horovodize convert` (a Horovod program: the HVD2xx checks run)")
+    parser.add_argument("--opens", type=int, default=0, metavar="N",
+                        help="instead: N rounds of opens per size, each server in turn (a new process each), "
+                             "and their medians (one run's open moves by 10-30%% on a noisy machine)")
     args = parser.parse_args()
+    if args.opens < 0:
+        parser.error("--opens must be 0 or more")
 
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     servers = [("horovodize", [sys.executable, "-m", "horovodize", "serve"], None)]
@@ -297,6 +344,9 @@ async def main() -> int:
         servers.append(("ruff", [ruff, "server"], None))
     elif not args.no_ruff:
         print("ruff not found: skipped (pip install 'horovodize[bench]')", file=sys.stderr)
+
+    if args.opens:
+        return await interleaved_opens(servers, args.sizes, args.opens, args.converted, args.timeout)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="horovodize-bench-") as tmp:
