@@ -156,10 +156,7 @@ class Session:
         """(open latency, edit latencies, the final text)."""
         text = path.read_text()
         uri = path.as_uri()
-        t0 = time.perf_counter()
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
-        opened = await self.wait(uri, 1, timeout) - t0
+        opened = await self.open_only(path, timeout)
         latencies = []
         lines = text.split("\n")
         for version, (line, col) in enumerate(edit_sites(text, edits), start=2):

@@ -1712,14 +1712,7 @@ def _is_module_import_call(value) -> bool:
     if before.type != "name" or before.value not in ("import_module", "__import__"):
         return False
     call = N.as_call(value)
-    if call is None:
-        return False
-    first = call.node.children[0]
-    last = call.method if call.method is not None else (first.value if call.index == 1 and first.type == "name" else None)
-    if last not in ("import_module", "__import__"):
-        return False          # (the callee's last name, without building the dotted name)
-    callee = call.callee_dotted() or ""
-    if callee.rsplit(".", 1)[-1] not in ("import_module", "__import__"):
+    if call is None or call.callee_dotted() is None:     # (its last name is the one above)
         return False
     arg = call.positional(0)
     text = arg.value.get_code(include_prefix=False).strip("'\"") if arg is not None else ""

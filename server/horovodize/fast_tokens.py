@@ -99,6 +99,12 @@ def tokenize_lines(
             indents.pop()
             yield (DEDENT, '', spos, '')
 
+    def indent_to(start):           # (a line's first token, outside brackets, at another column)
+        if start > indents[-1]:
+            yield (INDENT, '', spos, '')
+            indents.append(start)
+        yield from dedent_if_necessary(start)
+
     pseudo_token, single_quoted, triple_quoted, endpats, whitespace, \
         fstring_pattern_map, always_break_tokens, = \
         _get_token_collection(version_info)
@@ -177,12 +183,8 @@ def tokenize_lines(
                     continue
                 if new_line:
                     new_line = False
-                    if paren_level == 0:
-                        indent_start = start
-                        if indent_start > indents[-1]:
-                            yield (INDENT, '', spos, '')
-                            indents.append(indent_start)
-                        yield from dedent_if_necessary(indent_start)
+                    if paren_level == 0 and start != indents[-1]:
+                        yield from indent_to(start)
                 if name:
                     yield (NAME, token, spos, prefix)
                 elif initial in numchars or (initial == '.' and token != '.' and token != '...'):
@@ -263,12 +265,8 @@ def tokenize_lines(
 
             if new_line and initial not in '\r\n#' and (initial != '\\' or pseudomatch is None):
                 new_line = False
-                if paren_level == 0 and not fstring_stack:
-                    indent_start = start
-                    if indent_start > indents[-1]:
-                        yield (INDENT, '', spos, '')
-                        indents.append(indent_start)
-                    yield from dedent_if_necessary(indent_start)
+                if paren_level == 0 and not fstring_stack and start != indents[-1]:
+                    yield from indent_to(start)
 
             if not pseudomatch:  # scan for tokens
                 match = whitespace.match(line, pos)

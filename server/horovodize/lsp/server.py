@@ -37,6 +37,7 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -204,13 +205,21 @@ class Protocol(LanguageServerProtocol):
 _ANSWERED = object()
 
 
-def _resume_gc(collecting: bool) -> None:
-    """After a parse and analysis run with the collector off: freeze first. Enabled with the
-    whole analysis in the youngest generation, the next allocation would start a
-    collection that walks all of it."""
-    if collecting:
-        gc.freeze()
-        gc.enable()
+@contextmanager
+def _collector_off():
+    """No automatic collection while parsing and analysing: the new tree is ~10^5 objects
+    that all stay alive, and each full collection triggered by their allocation walks all
+    of them again (5-20% of the open time of a 10k-line file). After: freeze first, then
+    enable; enabled with the whole analysis in the youngest generation, the next
+    allocation would start a collection that walks all of it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
 
 
 class HorovodizeServer(LanguageServer):
@@ -345,12 +354,7 @@ class HorovodizeServer(LanguageServer):
                 str(next(self._result_ids)), too_large)
         started = time.perf_counter()
         log.info("analysing %s version %s", uri, version)
-        # No automatic collection while parsing and analysing: the new tree is ~10^5 objects
-        # that all stay alive, and each full collection triggered by their allocation walks
-        # all of them again (5-20% of the open time of a 10k-line file); they are frozen below.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_off():
             parser = self._parsers.setdefault(uri, IncrementalParser())
             module = parser.parse(text.text, text.line_starts)
             parsed = time.perf_counter()
@@ -364,8 +368,6 @@ class HorovodizeServer(LanguageServer):
                 log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
                 return None
             diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
-        finally:
-            _resume_gc(collecting)
         entry = Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)), fresh=fresh)
         # (the responsiveness tests count these lines: N keystrokes must not mean N analyses)
         log.info("analysed %s version %s in %.0f ms (parse %.0f ms; %s)", uri, version,
@@ -407,16 +409,13 @@ class HorovodizeServer(LanguageServer):
         if parser is None or self._stale(uri, text) or parser.text is not text.text:
             return None
         started = time.perf_counter()
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            analysis = analyze(text.text, module=parser.module, memo=parser.memo,
-                               stop=lambda: uri not in self.documents, line_starts=text.line_starts)
-            parser.memo.count_keys()
+            with _collector_off():
+                analysis = analyze(text.text, module=parser.module, memo=parser.memo,
+                                   stop=lambda: uri not in self.documents, line_starts=text.line_starts)
+                parser.memo.count_keys()
         except Cancelled:
             return None
-        finally:
-            _resume_gc(collecting)
         log.info("memo of %s version %s filled in %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
         return analysis
 
