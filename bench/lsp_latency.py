@@ -24,7 +24,9 @@ in a new process (so a slow minute falls on all of them alike), and prints each 
 median, min and max and its ratio to ruff per round.
 
 ``--baseline REV`` also runs the server of an earlier commit (``git archive REV server``)
-in the same run, so a before/after comparison sees the same machine load.
+in the same run, so a before/after comparison sees the same machine load. ``--pure`` also
+runs this server with its compiled modules off (``HOROVODIZE_PURE=1``, `horovodize.native`);
+the first lines say which modules each server runs compiled.
 
 The goal (issue 16): keystroke p95 <= 3x ruff and open <= 10x ruff at 10k lines, edits
 under 300 ms at 50k lines.
@@ -318,6 +320,8 @@ async def main() -> int:
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--no-reference", action="store_true", help="skip the in-process timings")
     parser.add_argument("--baseline", metavar="GIT-REV", help="also run the server of this commit")
+    parser.add_argument("--pure", action="store_true",
+                        help="also run this server with its compiled modules off (HOROVODIZE_PURE=1)")
     parser.add_argument("--converted", action="store_true",
                         help="edit each program after `horovodize convert` (a Horovod program: the HVD2xx checks run)")
     parser.add_argument("--opens", type=int, default=0, metavar="N",
@@ -337,6 +341,13 @@ async def main() -> int:
         subprocess.run(["tar", "-x", "-C", baseline_dir.name], input=archive, check=True)
         env = dict(os.environ, PYTHONPATH=str(Path(baseline_dir.name) / "server"))
         servers.append((f"@{args.baseline}"[:11], [sys.executable, "-m", "horovodize", "serve"], env))
+    if args.pure:
+        servers.append(("pure", [sys.executable, "-m", "horovodize", "serve"], dict(os.environ, HOROVODIZE_PURE="1")))
+    for name, command, env in servers:            # (compiled or pure: horovodize.native)
+        if command[0] == sys.executable:
+            status = subprocess.run([sys.executable, "-c", "from horovodize import native; print(native.status())"],
+                                    env=env, capture_output=True, text=True).stdout.strip()
+            print(f"{name}: {status}", file=sys.stderr)
     if ruff and not args.no_ruff:
         servers.append(("ruff", [ruff, "server"], None))
     elif not args.no_ruff:

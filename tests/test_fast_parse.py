@@ -94,3 +94,30 @@ def test_simple_lines_make_parsos_tokens(text):
     assert any(fast_tokens.simple(line) for line in split_lines(text, keepends=True))
     same_tokens(text)
     same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))
+
+
+# Lines whose numbers, names and operators meet in every way the simple lines' expression
+# must split as parso's does: ``1if`` and ``1return`` (a number, then a name), ``0x_1``,
+# ``1__0`` and ``09`` (invalid numbers: parso's pieces), ``1..real``, ``a:=b``, ``_1``.
+NUMBER_LINES = ["x = 1if y else 2\n", "x = 0x_1 + 0b1_0 + 0o7 + 0_0 + 1__0 + 09 + 00\n",
+                "y = 1..real + 1.e5 + 1.5e-3j + 1E+5 + .5 + 5. + 1_0.0_1j\n", "a:=b ->c ** = **= //= >>= <<=\n",
+                "_1 = __ + _ + a1b2 + 1a + 1_a + 1e + 1ej + 1j2\n", "f(*a, **k)[::2] @ m @= n != o ~p\n",
+                "return1 = 1return + 1 if 2else 3\n", "x = ...;y=...\r\n", "  \f x = 1 # c\n"]
+
+
+def test_the_simple_lines_expression_is_parsos_less_what_needs_quotes():
+    """Built from parso's own pieces (else `_simple_tokens` falls back to parso's expression),
+    and it splits every simple line of the project's files as parso's does."""
+    pseudo = fast_tokens._get_token_collection(GRAMMAR.version_info)[0]
+    simple_tokens = fast_tokens._simple_tokens(GRAMMAR.version_info, pseudo)
+    assert simple_tokens is not pseudo
+    lines = [line for text in TEXTS + NUMBER_LINES for line in split_lines(text, keepends=True)
+             if fast_tokens.simple(line)]
+    assert len(lines) > 20_000
+    assert [simple_tokens.findall(line) for line in lines] == [pseudo.findall(line) for line in lines]
+
+
+@pytest.mark.parametrize("text", NUMBER_LINES)
+def test_numbers_names_and_operators_make_parsos_tokens(text):
+    same_tokens(text)
+    same_tree(parse(GRAMMAR, text), GRAMMAR.parse(text))

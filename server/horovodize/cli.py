@@ -366,10 +366,10 @@ def cmd_verify(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from . import __version__, native
 
     parser = argparse.ArgumentParser(prog="horovodize", description="Turn single-GPU TensorFlow training code into Horovod-distributed code.")
-    parser.add_argument("--version", action="version", version=f"horovodize {__version__}")
+    parser.add_argument("--version", action="version", version=f"horovodize {__version__} ({native.status()})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("check", help="report training loops, rule sites and restriction violations")

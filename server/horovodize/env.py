@@ -277,7 +277,7 @@ def build_index(module, owner=None) -> Index:
                 inner = _record(idx, node, owner)
                 stack.extend((child, inner) for child in reversed(node.children))
     finally:
-        del visit                 # (a recursive closure is a reference cycle: leave no garbage for the gc)
+        visit = None              # (a recursive closure is a reference cycle: leave no garbage for the gc)
     return idx
 
 

@@ -46,7 +46,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from .. import __version__, fast_parse, splice_parse
+from .. import __version__, fast_parse, native, splice_parse
 from ..engine import Analysis, Cancelled, analyze
 from ..diff_parse import LineDiffParser
 from ..index_memo import IndexMemo
@@ -592,6 +592,7 @@ def run_server(args) -> int:
         raise UserError(f"{args.log_file}: cannot write the log: {e.strerror or e}")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    log.info("horovodize %s: %s", __version__, native.status())
     SERVER.warm_up()
     if args.tcp:
         SERVER.start_tcp(*_address(args.tcp, "--tcp"))

@@ -1,0 +1,112 @@
+"""Compiled copies of the hot modules, used only where they match the sources exactly.
+
+The parse and the analysis are pure Python, and the object-making loops there are at
+Python's floor: opening a 10,000-line file spends ~0.4 s in them. The same modules compiled by
+Cython, unchanged (`scripts/build_native.py`, run by ``make``), run ~15-20% faster. They are
+an accelerator, not a second implementation:
+
+* they live apart from the sources, in ``_native/`` next to this file (not in git, not in
+  the wheel or the ``.vsix``), with a manifest of the interpreter they were built for and the
+  SHA-256 of each source they were built from;
+* `install` puts a finder first on ``sys.meta_path`` that loads a compiled module only when
+  its source's hash matches the manifest: a module edited since the build (or a checkout of
+  another commit) is imported from its ``.py``, so a stale build can be slower, never wrong;
+* ``HOROVODIZE_PURE=1`` turns them off (the test suite compares both ways).
+
+`status` says which modules run compiled (``horovodize --version``, the server's log).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
+from importlib.util import spec_from_file_location
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+DIRECTORY = PACKAGE / "_native"
+MANIFEST = DIRECTORY / "manifest.json"
+
+# The modules a whole-file open and a keystroke spend their time in (parse, index, passes,
+# rules' checks). Not the adapters (cli, lsp), nor this module.
+MODULES = (
+    "fast_tokens", "fast_parse", "forked_tokens", "splice_parse", "diff_parse", "source",
+    "nodes", "env", "keep", "index_memo", "runs", "callables", "loop", "gradflow",
+    "restrictions", "hvd_facts", "hvd_reach", "session", "engine", "keras3", "py2",
+)
+
+_loaded: dict[str, str] = {}         # module -> the compiled file it was loaded from
+_why_not = "not installed"           # why nothing is compiled (when `_loaded` is empty)
+
+
+def source_hash(module: str) -> str:
+    return hashlib.sha256((PACKAGE / f"{module}.py").read_bytes()).hexdigest()
+
+
+def tag() -> str:
+    """What a compiled module is built for: this interpreter's ABI (``cpython-311``) and its
+    extension suffix (platform)."""
+    return f"{sys.implementation.cache_tag} {EXTENSION_SUFFIXES[0]}"
+
+
+def matching(manifest: dict) -> dict[str, Path]:
+    """The modules of `manifest` whose compiled file exists and whose source is unchanged."""
+    found = {}
+    for module, digest in manifest.get("modules", {}).items():
+        path = DIRECTORY / manifest.get("files", {}).get(module, "")
+        if module in MODULES and path.is_file() and (PACKAGE / f"{module}.py").is_file() \
+                and source_hash(module) == digest:
+            found[module] = path
+    return found
+
+
+class _Finder:
+    """Finds ``horovodize.<module>`` in ``_native/`` for the modules it was given."""
+
+    def __init__(self, files: dict[str, Path]):
+        self.files = {f"{__package__}.{module}": path for module, path in files.items()}
+
+    def find_spec(self, fullname, path=None, target=None):
+        found = self.files.get(fullname)
+        if found is None:
+            return None
+        return spec_from_file_location(fullname, found, loader=ExtensionFileLoader(fullname, str(found)))
+
+
+def install() -> None:
+    """Load the compiled modules that match their sources from now on (idempotent)."""
+    global _why_not
+    if any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        return
+    if os.environ.get("HOROVODIZE_PURE", "") not in ("", "0"):
+        _why_not = "HOROVODIZE_PURE is set"
+        return
+    try:
+        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        _why_not = "not built (make builds it: scripts/build_native.py)"
+        return
+    if manifest.get("tag") != tag():
+        _why_not = f"built for {manifest.get('tag')}, not {tag()}"
+        return
+    files = matching(manifest)
+    if not files:
+        _why_not = "every module changed since the build"
+        return
+    finder = _Finder(files)
+    sys.meta_path.insert(0, finder)
+    _loaded.update({name.rpartition(".")[2]: str(path) for name, path in finder.files.items()})
+
+
+def status() -> str:
+    """One line: which of `MODULES` run compiled, and which run from source."""
+    if not _loaded:
+        return f"pure Python (compiled modules: {_why_not})"
+    source = [m for m in MODULES if m not in _loaded]
+    text = f"{len(_loaded)} of {len(MODULES)} hot modules compiled"
+    if source:
+        text += f"; from source (changed since the build): {', '.join(source)}"
+    return text

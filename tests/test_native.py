@@ -1,0 +1,116 @@
+"""The compiled copies of the hot modules (`horovodize.native`): they load when built and
+only where they match their sources, and they give the same answers as the sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from horovodize import native
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILT = native.MANIFEST.is_file()
+# `make test` builds them first and sets this: there, a missing build is a failure.
+EXPECTED = os.environ.get("HOROVODIZE_EXPECT_NATIVE") == "1"
+needs_build = pytest.mark.skipif(not BUILT and not EXPECTED, reason="not built (scripts/build_native.py)")
+
+
+def _python(code: str, *, pure: bool = False, path: Path | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("HOROVODIZE_PURE", "PYTHONPATH")}
+    if pure:
+        env["HOROVODIZE_PURE"] = "1"
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@needs_build
+def test_every_hot_module_loads_compiled():
+    out = _python("import importlib, sys\n"
+                  "from horovodize import native\n"
+                  "for m in native.MODULES: importlib.import_module('horovodize.' + m)\n"
+                  "print(native.status())\n"
+                  "print(sorted(m for m in native.MODULES if sys.modules['horovodize.' + m].__file__.endswith('.py')))")
+    status, from_source = out.splitlines()
+    assert status == f"{len(native.MODULES)} of {len(native.MODULES)} hot modules compiled"
+    assert from_source == "[]"
+
+
+def test_pure_when_asked():
+    out = _python("import horovodize.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
+                  pure=True)
+    file, status = out.splitlines()
+    assert file.endswith("env.py")
+    assert status.startswith("pure Python")
+
+
+@needs_build
+def test_a_module_changed_since_the_build_is_imported_from_its_source(tmp_path):
+    copy = tmp_path / "horovodize"
+    shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "env.py", "a", encoding="utf-8") as f:
+        f.write("\nCHANGED_SINCE_THE_BUILD = True\n")
+    out = _python("import horovodize.env as e, horovodize.keep as k\nfrom horovodize import native\n"
+                  "print(e.__file__, e.CHANGED_SINCE_THE_BUILD)\nprint(k.__file__)\nprint(native.status())",
+                  path=tmp_path)
+    env_file, keep_file, status = out.splitlines()
+    assert env_file == f"{copy / 'env.py'} True"
+    assert keep_file.startswith(str(copy / "_native" / "keep."))
+    assert status.endswith("from source (changed since the build): env")
+
+
+def test_a_build_for_another_interpreter_is_not_loaded(tmp_path):
+    copy = tmp_path / "horovodize"
+    shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "_native"))
+    (copy / "_native").mkdir()
+    (copy / "_native" / "manifest.json").write_text(json.dumps(
+        {"tag": "cpython-399 .so", "modules": {"env": native.source_hash("env")}, "files": {"env": "env.so"}}))
+    out = _python("import horovodize.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
+                  path=tmp_path)
+    file, status = out.splitlines()
+    assert file == str(copy / "env.py")
+    assert status == f"pure Python (compiled modules: built for cpython-399 .so, not {native.tag()})"
+
+
+# Findings, restriction problems and the whole-file conversion of every program the suite
+# has, and of one large buffer made of all of them (it goes through the forked tokenizer and
+# parso's error recovery), computed once from the sources and once compiled.
+_ANSWERS = r"""
+import glob, json, sys
+from horovodize.engine import analyze, convert_text
+files = sorted(set(glob.glob("tests/fixtures/**/*.py", recursive=True) + glob.glob("tests/horovod/programs/*.py")
+                   + glob.glob("examples/*.py") + glob.glob("tests/lsp/data/*.py")
+                   + glob.glob("tests/analysis/data/**/*.py", recursive=True)))
+texts = {f: open(f, encoding="utf-8").read() for f in files}
+texts["(all of them)"] = "\n".join(texts.values())
+sys.path.insert(0, "bench")
+from programs import program      # (the benchmark's generated training programs)
+texts["(program 5000)"] = program(5000)
+out = {}
+for name, text in texts.items():
+    try:
+        a = analyze(text)
+        out[name] = [[x.code, x.start, x.end, x.message] for x in a.findings] + \
+            [[p.code, str(getattr(p, "message", ""))] for p in getattr(a, "problems", [])] + [convert_text(text)]
+    except Exception as e:
+        out[name] = repr(e)
+print(json.dumps(out))
+"""
+
+
+@needs_build
+def test_compiled_and_source_modules_give_the_same_answers():
+    compiled = json.loads(_python(_ANSWERS))
+    source = json.loads(_python(_ANSWERS, pure=True))
+    assert len(compiled) > 100 and compiled.keys() == source.keys()
+    differ = [name for name in compiled if compiled[name] != source[name]]
+    assert not differ, differ[:5]
