@@ -347,7 +347,7 @@ async def main() -> int:
         if command[0] == sys.executable:
             status = subprocess.run([sys.executable, "-c", "from horovodize import native; print(native.status())"],
                                     env=env, capture_output=True, text=True).stdout.strip()
-            print(f"{name}: {status}", file=sys.stderr)
+            print(f"{name}: {status or 'pure Python (no horovodize.native in that commit)'}", file=sys.stderr)
     if ruff and not args.no_ruff:
         servers.append(("ruff", [ruff, "server"], None))
     elif not args.no_ruff:
