@@ -114,3 +114,19 @@ def test_compiled_and_source_modules_give_the_same_answers():
     assert len(compiled) > 100 and compiled.keys() == source.keys()
     differ = [name for name in compiled if compiled[name] != source[name]]
     assert not differ, differ[:5]
+
+
+@needs_build
+def test_a_compiled_file_that_does_not_load_is_run_from_its_source(tmp_path):
+    copy = tmp_path / "horovodize"
+    shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = json.loads((copy / "_native" / "manifest.json").read_text())
+    (copy / "_native" / manifest["files"]["runs"]).write_bytes(b"not an ELF file")
+    out = _python("import horovodize.engine as en, horovodize.runs as r\nfrom horovodize import native\n"
+                  "print(r.__file__, r.cut.__module__)\nprint([f.code for f in en.analyze('import tensorflow as tf\\n').findings])\n"
+                  "print(native.status())", path=tmp_path)
+    runs_file, findings, status = out.splitlines()
+    assert runs_file == f"{copy / 'runs.py'} horovodize.runs"
+    assert findings == "['HVD001']"
+    assert status.startswith(f"{len(native.MODULES) - 1} of {len(native.MODULES)} hot modules compiled; "
+                             "runs from source: its compiled file did not load (")

@@ -11,6 +11,7 @@ an accelerator, not a second implementation:
 * `install` puts a finder first on ``sys.meta_path`` that loads a compiled module only when
   its source's hash matches the manifest: a module edited since the build (or a checkout of
   another commit) is imported from its ``.py``, so a stale build can be slower, never wrong;
+* a compiled file that does not load (damaged) is run from its source too, and said so;
 * ``HOROVODIZE_PURE=1`` turns them off (the test suite compares both ways).
 
 `status` says which modules run compiled (``horovodize --version``, the server's log).
@@ -23,7 +24,7 @@ import json
 import os
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
-from importlib.util import spec_from_file_location
+from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -39,6 +40,7 @@ MODULES = (
 )
 
 _loaded: dict[str, str] = {}         # module -> the compiled file it was loaded from
+_failed: dict[str, str] = {}         # module -> why its compiled file did not load
 _why_not = "not installed"           # why nothing is compiled (when `_loaded` is empty)
 
 
@@ -73,7 +75,30 @@ class _Finder:
         found = self.files.get(fullname)
         if found is None:
             return None
-        return spec_from_file_location(fullname, found, loader=ExtensionFileLoader(fullname, str(found)))
+        return spec_from_file_location(fullname, found, loader=_Loader(fullname, str(found)))
+
+
+class _Loader(ExtensionFileLoader):
+    """A compiled module that does not load (a damaged file) is run from its source."""
+
+    _source = None
+
+    def create_module(self, spec):
+        try:
+            return super().create_module(spec)
+        except ImportError as error:
+            module = spec.name.rpartition(".")[2]
+            _loaded.pop(module, None)
+            _failed[module] = str(error)
+            source = spec_from_file_location(spec.name, PACKAGE / f"{module}.py")
+            self._source = source.loader
+            return module_from_spec(source)
+
+    def exec_module(self, module):
+        if self._source is not None:
+            self._source.exec_module(module)
+        else:
+            super().exec_module(module)
 
 
 def install() -> None:
@@ -103,10 +128,11 @@ def install() -> None:
 
 def status() -> str:
     """One line: which of `MODULES` run compiled, and which run from source."""
+    failed = "".join(f"; {m} from source: its compiled file did not load ({why})" for m, why in _failed.items())
     if not _loaded:
-        return f"pure Python (compiled modules: {_why_not})"
-    source = [m for m in MODULES if m not in _loaded]
+        return f"pure Python (compiled modules: {_why_not}){failed}"
+    changed = [m for m in MODULES if m not in _loaded and m not in _failed]
     text = f"{len(_loaded)} of {len(MODULES)} hot modules compiled"
-    if source:
-        text += f"; from source (changed since the build): {', '.join(source)}"
-    return text
+    if changed:
+        text += f"; from source (changed since the build): {', '.join(changed)}"
+    return text + failed
