@@ -576,3 +576,29 @@ def test_kept_answers_outlive_the_edit_history():
     finally:
         runs.RUN = saved
         buffer.close()
+
+
+def test_typing_before_a_called_def_analyses_again_only_what_mentions_its_names():
+    """Each character typed at the start of a ``def`` line that other statements call
+    takes the function (and its locals, which become module-level names) in and out of the
+    tables. The roles and names generations are carried over (`IndexMemo.forget`): the
+    statements that mention none of those names keep their bindings; each analysis equals a
+    fresh one."""
+    text = _generated()
+    at = text.index("\n\ndef ", len(text) // 2) + 2
+    while text.count(text[at + 4:text.index("(", at)] + "(") < 2:   # one that is called elsewhere
+        at = text.index("\n\ndef ", at) + 2
+    buffer = Buffer()
+    try:
+        buffer.analyse(text)
+        memo = buffer.parser.memo
+        generations = {kind: memo.generations[kind][2] for kind in ("roles", "names")}
+        before = {id(piece): piece.memo.get("bindings") for piece in memo._merged.pieces}
+        for i in range(1, 6):                                # "d" ... "def s"
+            buffer.analyse(text[:at] + "def scale_batch("[:i] + text[at:])
+        assert {kind: memo.generations[kind][2] for kind in generations} == generations
+        kept = [piece for piece in memo._merged.pieces if id(piece) in before]
+        same = [piece for piece in kept if piece.memo.get("bindings") is before[id(piece)]]
+        assert len(kept) > 40 and len(same) > 0.75 * len(kept), (len(same), len(kept))
+    finally:
+        buffer.close()

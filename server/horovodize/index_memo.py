@@ -75,6 +75,12 @@ class _Root:
         self.children = [node]
 
 
+# What a piece keeps under the names and roles generations (memo keys, and the first item
+# of tuple keys: ("role", id(stmt)), ("run", pass)), and the passes whose run joins do.
+_BY_GENERATION = frozenset({"local_calls", "targets", "functions", "bindings", "role", "roles", "run"})
+_RUNS_BY_GENERATION = ("bindings", "targets", "functions")
+
+
 class IndexMemo:
     def __init__(self):
         self._pieces: dict[int, tuple] = {}     # id(statement) -> (statement, shape, Index)
@@ -91,6 +97,7 @@ class IndexMemo:
         # keep.generation: kind -> (version, tables, object), and (kind, tables) -> object
         self.generations: dict[str, tuple] = {}
         self.by_table: dict[tuple, object] = {}
+        self._forgot: tuple = (None, frozenset())  # (version, names `forget` was done for)
         # runs.Kept: pass -> id(first piece of a run) -> the run's join (kept one version)
         self.runs: dict[str, dict] = {}
         # set by the parser that made the next tree when it left every statement it kept
@@ -200,6 +207,36 @@ class IndexMemo:
         if touched is not None and names:
             touched |= names
             self._since = {}
+
+    def forget(self, names) -> bool:
+        """The kept pieces that mention one of `names` (as any name) forget what they kept
+        under the names and roles generations, and the runs that hold them their joins:
+        then those generations can be carried over a change of these names
+        (`keep.generation`), and only these pieces are analysed again. Every answer kept
+        under them reads the tables by names its own statement mentions (a callee's or a
+        chain's root), or records the names it read (`keep.reading`). False when that is not
+        known to be enough: a dotted name, or no history for this version."""
+        if not self._history or self._history[-1][1] is None or self._merged is None \
+                or any("." in name for name in names):
+            return False
+        version, done = self._forgot
+        if version == self.version and names <= done:
+            return True
+        added = set(map(id, self._added))
+        hit = set()
+        for piece in self._merged.pieces:
+            if id(piece) in added or not any(name in piece.names for name in names):
+                continue
+            hit.add(id(piece))
+            memo = piece.memo
+            for key in [k for k in memo if k in _BY_GENERATION or (type(k) is tuple and k[0] in _BY_GENERATION)]:
+                del memo[key]
+        for kind in _RUNS_BY_GENERATION:
+            joins = self.runs.get(kind, {})
+            for first in [f for f, join in joins.items() if any(id(p) in hit for p in join.pieces)]:
+                del joins[first]
+        self._forgot = (self.version, (done if version == self.version else frozenset()) | frozenset(names))
+        return True
 
     def only_in_changed(self, names) -> bool:
         """Each of `names` is written (as a name) only in statements new in this version,
