@@ -39,7 +39,7 @@ MODULES = (
     "restrictions", "hvd_facts", "hvd_reach", "session", "engine", "keras3", "py2",
 )
 
-_loaded: dict[str, str] = {}         # module -> the compiled file it was loaded from
+_loaded: set[str] = set()            # the modules the finder loads compiled
 _failed: dict[str, str] = {}         # module -> why its compiled file did not load
 _why_not = "not installed"           # why nothing is compiled (when `_loaded` is empty)
 
@@ -88,7 +88,7 @@ class _Loader(ExtensionFileLoader):
             return super().create_module(spec)
         except ImportError as error:
             module = spec.name.rpartition(".")[2]
-            _loaded.pop(module, None)
+            _loaded.discard(module)
             _failed[module] = str(error)
             source = spec_from_file_location(spec.name, PACKAGE / f"{module}.py")
             self._source = source.loader
@@ -121,9 +121,8 @@ def install() -> None:
     if not files:
         _why_not = "every module changed since the build"
         return
-    finder = _Finder(files)
-    sys.meta_path.insert(0, finder)
-    _loaded.update({name.rpartition(".")[2]: str(path) for name, path in finder.files.items()})
+    sys.meta_path.insert(0, _Finder(files))
+    _loaded.update(files)
 
 
 def status() -> str:
