@@ -33,7 +33,7 @@ def build(jobs: int) -> dict:
     work = ROOT / ".cache" / "native-build"
     work.mkdir(parents=True, exist_ok=True)
     hashes = {module: native.source_hash(module) for module in native.MODULES}   # before compiling
-    extensions = [Extension(f"horovodize.{module}", [str(native.PACKAGE / f"{module}.py")])
+    extensions = [Extension(f"horovodize.{module}", [str(native.source_file(module))])
                   for module in native.MODULES]
     # annotation_typing off: the annotations are documentation here, and Cython would
     # otherwise reject subclasses of builtins (parso's PythonVersionInfo is a tuple's).
@@ -51,8 +51,9 @@ def build(jobs: int) -> dict:
         staged.mkdir()
         for module in native.MODULES:
             built = Path(cmd.get_ext_fullpath(f"horovodize.{module}"))
-            shutil.copy2(built, staged / built.name)
-            files[module] = built.name
+            name = f"{module.rpartition('.')[0]}.{built.name}".lstrip(".")   # parse.source.cpython-311-...so
+            shutil.copy2(built, staged / name)
+            files[module] = name
     manifest = {"tag": native.tag(), "modules": hashes, "files": files}
     (staged / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(native.DIRECTORY, ignore_errors=True)   # (a module loaded from the old files keeps its mapping)

@@ -17,7 +17,7 @@ import pytest
 
 from horovodize.cli import UserError, write_back
 from horovodize.engine import convert_text
-from horovodize.source import GRAMMAR, nesting_error
+from horovodize.parse.source import GRAMMAR, nesting_error
 
 EXE = Path(sys.executable).parent / "horovodize"
 TAPE = (Path(__file__).parent / "lsp" / "data" / "tape.py").read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from horovodize import doctor
+from horovodize.app import doctor
 
 ROOT = Path(__file__).resolve().parents[1]
 HVD_PYTHON = Path(os.environ.get("HOROVODIZE_HVD_PYTHON") or ROOT / ".cache" / "hvd-venv" / "bin" / "python")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from horovodize.engine import analyze, convert_text
-from horovodize.source import Edit, ParseError, Source, apply_edits
+from horovodize.parse.source import Edit, ParseError, Source, apply_edits
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted(

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from horovodize import fast_tokens
-from horovodize.fast_parse import parse
-from horovodize.source import GRAMMAR
+from horovodize.parse import fast_tokens
+from horovodize.parse.fast_parse import parse
+from horovodize.parse.source import GRAMMAR
 from parso.utils import split_lines
 
 ROOT = Path(__file__).parent.parent

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from horovodize import fast_parse, fast_tokens, forked_tokens
-from horovodize.source import GRAMMAR
+from horovodize.parse import fast_parse, fast_tokens, forked_tokens
+from horovodize.parse.source import GRAMMAR
 from parso.utils import split_lines
 
 from test_fast_parse import SNIPPETS, TEXTS, same_tree

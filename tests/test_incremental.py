@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from horovodize import runs
+from horovodize.incremental import runs
 from horovodize.engine import analyze
 from horovodize.lsp import convert
 from horovodize.lsp.options import Options
@@ -537,7 +537,7 @@ def test_kept_answers_outlive_the_edit_history():
     instead of being found unknown and made again together once the history moves on;
     then an edit in another run of statements (`runs`) breaks that run's join, and the
     run's other statements still keep their tables (the run's version is handed down)."""
-    from horovodize.index_memo import HISTORY
+    from horovodize.incremental.index_memo import HISTORY
 
     text = _generated()
     buffer = Buffer()

@@ -26,14 +26,14 @@ from lsprotocol import types
 from parso.python.diff import _assert_nodes_are_equal, _assert_valid_graph
 from parso.utils import split_lines
 
-from horovodize.diff_parse import LineDiffParser, line_opcodes
-from horovodize.env import build_index
-from horovodize.index_memo import _DICTS, _LISTS, _UNIQUE, IndexMemo
+from horovodize.parse.diff_parse import LineDiffParser, line_opcodes
+from horovodize.parse.index import build_index
+from horovodize.incremental.index_memo import _DICTS, _LISTS, _UNIQUE, IndexMemo
 from horovodize.lsp.server import IncrementalParser
 from horovodize.lsp.text import Text
-from horovodize.source import GRAMMAR, line_table
-from horovodize import splice_parse
-from horovodize.splice_parse import changed_span
+from horovodize.parse.source import GRAMMAR, line_table
+from horovodize.parse import splice_parse
+from horovodize.parse.splice_parse import changed_span
 
 ROOT = Path(__file__).parent
 PROGRAMS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "horovod" / "programs").glob("*.py"))]

@@ -46,7 +46,7 @@ def test_every_hot_module_loads_compiled():
 
 
 def test_pure_when_asked():
-    out = _python("import horovodize.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
+    out = _python("import horovodize.analysis.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
                   pure=True)
     file, status = out.splitlines()
     assert file.endswith("env.py")
@@ -57,15 +57,15 @@ def test_pure_when_asked():
 def test_a_module_changed_since_the_build_is_imported_from_its_source(tmp_path):
     copy = tmp_path / "horovodize"
     shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    with open(copy / "env.py", "a", encoding="utf-8") as f:
+    with open(copy / "analysis" / "env.py", "a", encoding="utf-8") as f:
         f.write("\nCHANGED_SINCE_THE_BUILD = True\n")
-    out = _python("import horovodize.env as e, horovodize.keep as k\nfrom horovodize import native\n"
+    out = _python("import horovodize.analysis.env as e, horovodize.incremental.keep as k\nfrom horovodize import native\n"
                   "print(e.__file__, e.CHANGED_SINCE_THE_BUILD)\nprint(k.__file__)\nprint(native.status())",
                   path=tmp_path)
     env_file, keep_file, status = out.splitlines()
-    assert env_file == f"{copy / 'env.py'} True"
-    assert keep_file.startswith(str(copy / "_native" / "keep."))
-    assert status.endswith("from source (changed since the build): env")
+    assert env_file == f"{copy / 'analysis' / 'env.py'} True"
+    assert keep_file.startswith(str(copy / "_native" / "incremental.keep."))
+    assert status.endswith("from source (changed since the build): analysis.env")
 
 
 def test_a_build_for_another_interpreter_is_not_loaded(tmp_path):
@@ -73,11 +73,12 @@ def test_a_build_for_another_interpreter_is_not_loaded(tmp_path):
     shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "_native"))
     (copy / "_native").mkdir()
     (copy / "_native" / "manifest.json").write_text(json.dumps(
-        {"tag": "cpython-399 .so", "modules": {"env": native.source_hash("env")}, "files": {"env": "env.so"}}))
-    out = _python("import horovodize.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
+        {"tag": "cpython-399 .so", "modules": {"analysis.env": native.source_hash("analysis.env")},
+         "files": {"analysis.env": "analysis.env.so"}}))
+    out = _python("import horovodize.analysis.env as e\nfrom horovodize import native\nprint(e.__file__)\nprint(native.status())",
                   path=tmp_path)
     file, status = out.splitlines()
-    assert file == str(copy / "env.py")
+    assert file == str(copy / "analysis" / "env.py")
     assert status == f"pure Python (compiled modules: built for cpython-399 .so, not {native.tag()})"
 
 
@@ -121,12 +122,12 @@ def test_a_compiled_file_that_does_not_load_is_run_from_its_source(tmp_path):
     copy = tmp_path / "horovodize"
     shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     manifest = json.loads((copy / "_native" / "manifest.json").read_text())
-    (copy / "_native" / manifest["files"]["runs"]).write_bytes(b"not an ELF file")
-    out = _python("import horovodize.engine as en, horovodize.runs as r\nfrom horovodize import native\n"
+    (copy / "_native" / manifest["files"]["incremental.runs"]).write_bytes(b"not an ELF file")
+    out = _python("import horovodize.engine as en, horovodize.incremental.runs as r\nfrom horovodize import native\n"
                   "print(r.__file__, r.cut.__module__)\nprint([f.code for f in en.analyze('import tensorflow as tf\\n').findings])\n"
                   "print(native.status())", path=tmp_path)
     runs_file, findings, status = out.splitlines()
-    assert runs_file == f"{copy / 'runs.py'} horovodize.runs"
+    assert runs_file == f"{copy / 'incremental' / 'runs.py'} horovodize.incremental.runs"
     assert findings == "['HVD001']"
     assert status.startswith(f"{len(native.MODULES) - 1} of {len(native.MODULES)} hot modules compiled; "
-                             "runs from source: its compiled file did not load (")
+                             "incremental.runs from source: its compiled file did not load (")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from horovodize.engine import analyze, convert_text
-from horovodize.source import Source
+from horovodize.parse.source import Source
 
 Line = tuple[int, str]          # (indent level, text)
 

@@ -21,23 +21,9 @@ from pathlib import Path
 
 from . import codes
 from .engine import Analysis, analyze, conversion
-from . import py2
-from .source import ParseError, Source
-
-
-class UserError(Exception):
-    """A one-line error for the user (exit 2).
-
-    Printed as ``horovodize: <message>``, except errors located in a source file
-    (``path:line:col: syntax error: …``), which start with the location like a compiler's.
-    """
-
-    def __init__(self, message: str, located: bool = False):
-        super().__init__(message)
-        self.located = located
-
-    def line(self) -> str:
-        return str(self) if self.located else f"horovodize: {self}"
+from .errors import UserError
+from .parse import py2
+from .parse.source import ParseError, Source
 
 
 def read_bytes(path: Path) -> bytes:
@@ -332,7 +318,7 @@ def cmd_convert(args) -> int:
 
 def print_report(path: Path, analysis: Analysis, fmt: str) -> int:
     """The conversion report on stderr (stdout stays the program); 1 when the conversion is refused."""
-    from . import report
+    from .app import report
 
     data = report.build(analysis, str(path))
     print(json.dumps(data) if fmt == "json" else report.text(data), file=sys.stderr)
@@ -354,13 +340,15 @@ def cmd_explain(args) -> int:
 
 # -- serve / verify ------------------------------------------------------------------------
 def cmd_serve(args) -> int:
-    from .lsp.server import run_server  # imported lazily: check/convert do not need pygls
+    from .lsp.serve import (
+        run_server,  # imported lazily: check/convert do not need pygls
+    )
 
     return run_server(args)
 
 
 def cmd_verify(args) -> int:
-    from . import verify
+    from .app import verify
 
     return verify.run(args)
 
@@ -400,14 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-file", metavar="PATH")
     p.set_defaults(func=cmd_serve)
 
-    from . import doctor
+    from .app import doctor
 
     p = sub.add_parser("doctor", help="check that an interpreter's TensorFlow/Keras/Horovod can run converted code")
     doctor.add_arguments(p)
     p.set_defaults(func=doctor.run)
 
     try:
-        from . import verify
+        from .app import verify
     except ImportError:  # pragma: no cover - verify is optional while it is being built
         verify = None
     if verify is not None and hasattr(verify, "add_arguments"):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from importlib import resources
 
-from .rules import RULES
-from .rules.stack_traps import RULES as STACK_TRAPS
-from .rules.horovod_misuse import RULES as HOROVOD_MISUSE
 from .rules.base import SEVERITY_LOOP, SEVERITY_RESTRICTION, SEVERITY_RULE
+from .rules.catalogue import RULES
+from .rules.horovod_misuse import RULES as HOROVOD_MISUSE
+from .rules.stack_traps import RULES as STACK_TRAPS
 
 LOOPS = {
     "HVD100": ("gradient-tape-loop", "single-GPU GradientTape training loop detected"),

@@ -12,13 +12,22 @@ import logging
 import traceback
 from dataclasses import dataclass, field
 
-from . import codes, restrictions
-from .env import Env, build_env
-from .hvd_facts import HvdFacts
-from .loop import LOOP_CODES, Summary, summarize
-from .rules import RULE_MODULES, stack_traps
-from .rules.base import Finding, Fix, Related, RuleContext, SEVERITY_LOOP, SEVERITY_RESTRICTION
-from .source import Edit, ParseError, Source, TooDeep, apply_edits
+from . import codes
+from .analysis import restrictions
+from .analysis.env import Env, build_env
+from .analysis.hvd_facts import HvdFacts
+from .analysis.loop import LOOP_CODES, Summary, summarize
+from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
+from .rules import stack_traps
+from .rules.base import (
+    SEVERITY_LOOP,
+    SEVERITY_RESTRICTION,
+    Finding,
+    Fix,
+    Related,
+    RuleContext,
+)
+from .rules.catalogue import RULE_MODULES
 
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).

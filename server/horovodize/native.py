@@ -34,9 +34,12 @@ MANIFEST = DIRECTORY / "manifest.json"
 # The modules a whole-file open and a keystroke spend their time in (the parse, the index,
 # the passes). Not the rules (~2 ms of a keystroke), the adapters (cli, lsp), nor this one.
 MODULES = (
-    "fast_tokens", "fast_parse", "forked_tokens", "splice_parse", "diff_parse", "source",
-    "nodes", "env", "keep", "index_memo", "runs", "callables", "loop", "gradflow",
-    "restrictions", "hvd_facts", "hvd_reach", "session", "engine", "keras3", "py2",
+    "parse.fast_tokens", "parse.fast_parse", "parse.forked_tokens", "parse.splice_parse", "parse.diff_parse",
+    "parse.source", "parse.nodes", "parse.index", "parse.imports", "parse.scopes", "parse.py2",
+    "incremental.keep", "incremental.index_memo", "incremental.runs",
+    "analysis.env", "analysis.roles", "analysis.bindings", "analysis.creations", "analysis.callables",
+    "analysis.loop", "analysis.gradflow", "analysis.restrictions", "analysis.hvd_facts", "analysis.hvd_reach",
+    "analysis.session", "analysis.keras3", "analysis.strategy", "engine",
 )
 
 _loaded: set[str] = set()            # the modules the finder loads compiled
@@ -44,8 +47,13 @@ _failed: dict[str, str] = {}         # module -> why its compiled file did not l
 _why_not = "not installed"           # why nothing is compiled (when `_loaded` is empty)
 
 
+def source_file(module: str) -> Path:
+    """The source of `module`, a name relative to the package (``parse.source``)."""
+    return PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+
+
 def source_hash(module: str) -> str:
-    return hashlib.sha256((PACKAGE / f"{module}.py").read_bytes()).hexdigest()
+    return hashlib.sha256(source_file(module).read_bytes()).hexdigest()
 
 
 def tag() -> str:
@@ -59,7 +67,7 @@ def matching(manifest: dict) -> dict[str, Path]:
     found = {}
     for module, digest in manifest.get("modules", {}).items():
         path = DIRECTORY / manifest.get("files", {}).get(module, "")
-        if module in MODULES and path.is_file() and (PACKAGE / f"{module}.py").is_file() \
+        if module in MODULES and path.is_file() and source_file(module).is_file() \
                 and source_hash(module) == digest:
             found[module] = path
     return found
@@ -87,10 +95,10 @@ class _Loader(ExtensionFileLoader):
         try:
             return super().create_module(spec)
         except ImportError as error:
-            module = spec.name.rpartition(".")[2]
+            module = spec.name.partition(".")[2]
             _loaded.discard(module)
             _failed[module] = str(error)
-            source = spec_from_file_location(spec.name, PACKAGE / f"{module}.py")
+            source = spec_from_file_location(spec.name, source_file(module))
             self._source = source.loader
             return module_from_spec(source)
 

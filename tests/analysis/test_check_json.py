@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from horovodize.restrictions import SYNC_RULES
+from horovodize.analysis.restrictions import SYNC_RULES
 
 from .programs import ESTIMATOR, KERAS_FIT, TAPE_SPLIT, TRAINER_CLASS
 

@@ -4,7 +4,7 @@ positive and a negative case (ordinary training code that must not be flagged)."
 
 import pytest
 
-from horovodize.restrictions import SYNC_RULES
+from horovodize.analysis.restrictions import SYNC_RULES
 
 from .programs import ALL, ESTIMATOR, KERAS_FIT, TAPE_MODULE, TAPE_SPLIT, TRAINER_CLASS
 

@@ -1,15 +1,7 @@
 """The training-loop summary (seeds 001/003 section 3), one test per summary rule, and the
 HVD100–HVD102 findings built from it."""
 
-from horovodize.loop import (
-    ESTIMATOR,
-    FIT,
-    TAPE,
-    ClassSummary,
-    FuncSummary,
-    ModuleSummary,
-    ValueSummary,
-)
+from horovodize.analysis.loop import ESTIMATOR, FIT, TAPE, ClassSummary, FuncSummary, ModuleSummary, ValueSummary
 
 from .programs import ESTIMATOR as ESTIMATOR_PROGRAM
 from .programs import KERAS_FIT, TAPE_MODULE, TAPE_SPLIT, TRAINER_CLASS

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from horovodize import py2
+from horovodize.parse import py2
 from horovodize.engine import convert_text
-from horovodize.source import ParseError
+from horovodize.parse.source import ParseError
 
 HEAD = """\
 import tensorflow.compat.v1 as tf

@@ -2,7 +2,7 @@
 take a function, tapes that do not train, XLA steps, CPU-forcing environments and
 tf.distribute programs. Each program is analysed and converted; the conversion parses."""
 
-from horovodize.source import Source
+from horovodize.parse.source import Source
 
 KERAS3_SEQUENTIAL = """\
 import keras

@@ -63,7 +63,7 @@ def test_verify_without_horovod_is_a_clear_error(horovodize_exe, tmp_path):
 
 
 def test_verify_does_not_import_tensorflow_or_horovod(horovodize_exe):
-    code = ("import sys, horovodize.verify, horovodize.cli; "
+    code = ("import sys, horovodize.app.verify, horovodize.cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'horovod', 'keras')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)

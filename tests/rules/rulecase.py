@@ -11,7 +11,7 @@ from __future__ import annotations
 from textwrap import dedent
 
 from horovodize.engine import Analysis, analyze, convert_text
-from horovodize.source import Edit, Source, apply_edits
+from horovodize.parse.source import Edit, Source, apply_edits
 
 
 def src(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from horovodize.engine import analyze
-from horovodize.source import apply_edits
+from horovodize.parse.source import apply_edits
 
 from rulecase import rule_output, assert_no_rule, assert_rule, compiles, sites, src
 

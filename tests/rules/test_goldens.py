@@ -14,8 +14,8 @@ import pytest
 
 from horovodize.codes import WARNING_RULES
 from horovodize.engine import analyze, convert_text
-from horovodize.rules import RULES
-from horovodize.source import Source, apply_edits
+from horovodize.rules.catalogue import RULES
+from horovodize.parse.source import Source, apply_edits
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.glob("*/*.py") if not p.name.endswith(".expected.py"))

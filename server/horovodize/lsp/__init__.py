@@ -1,6 +1,10 @@
 """The language server: a thin adapter over the engine (``horovodize serve``).
 
 ``server`` holds the state (documents, options, analyses by (uri, version)), ``handlers``
-one function per LSP method, ``convert`` findings <-> lsprotocol, ``text`` exact
+one function per LSP method, ``doctor`` the stack doctor's request, ``serve`` starts it
+with every feature registered, ``convert`` findings <-> lsprotocol, ``text`` exact
 positions in the negotiated encoding, ``options`` the initialization options.
+
+Needs first: the engine. May import: parse, incremental, the engine, codes, errors, app;
+pygls and lsprotocol. Nothing below the engine imports it.
 """

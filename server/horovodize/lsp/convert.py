@@ -15,10 +15,10 @@ from pathlib import Path
 from lsprotocol import types
 
 from .. import codes
+from ..analysis.loop import LOOP_CODES
 from ..engine import Analysis
-from ..loop import LOOP_CODES
+from ..parse.source import Edit
 from ..rules.base import Finding, Fix
-from ..source import Edit
 from .options import Options
 from .text import Text
 

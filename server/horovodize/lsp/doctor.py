@@ -20,7 +20,7 @@ import threading
 
 from lsprotocol import types
 
-from .. import doctor
+from ..app import doctor
 from .server import SERVER as server
 from .server import HorovodizeServer
 

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
-from ..source import ParseError
+from ..parse.source import ParseError
 from . import convert, options
 from .convert import (
     CONVERT_FILE,

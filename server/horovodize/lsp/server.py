@@ -33,7 +33,6 @@ import gc
 import itertools
 import logging
 import os
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -46,12 +45,13 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from .. import __version__, fast_parse, native, splice_parse
+from .. import __version__
 from ..engine import Analysis, Cancelled, analyze
-from ..diff_parse import LineDiffParser
-from ..index_memo import IndexMemo
-from ..source import GRAMMAR, Source, line_table
-from . import convert, stdio
+from ..incremental.index_memo import IndexMemo
+from ..parse import fast_parse, splice_parse
+from ..parse.diff_parse import LineDiffParser
+from ..parse.source import GRAMMAR, Source, line_table
+from . import convert
 from .options import Options
 from .text import UTF16, Text
 
@@ -568,48 +568,3 @@ for x, y in tf.data.Dataset.from_tensor_slices(([[1.0]], [[2.0]])).batch(1):
     opt.apply_gradients(zip(grads, model.trainable_variables))
 model.save_weights("w.h5")
 '''
-
-
-def _address(value: str, flag: str) -> tuple[str, int]:
-    from ..cli import UserError
-
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise UserError(f"{flag} expects HOST:PORT, got {value!r}")
-    return host or "127.0.0.1", int(port)
-
-
-def run_server(args) -> int:
-    """``horovodize serve``: stdio (default), TCP or WebSocket."""
-    from ..cli import UserError
-    from . import handlers  # noqa: F401  (registers the features on SERVER)
-    from . import doctor  # noqa: F401  (the stack doctor's notification and request)
-
-    level = logging.INFO if args.log_file else logging.WARNING
-    try:
-        handler = logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
-    except OSError as e:
-        raise UserError(f"{args.log_file}: cannot write the log: {e.strerror or e}")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler], force=True)
-    log.info("horovodize %s: %s", __version__, native.status())
-    SERVER.warm_up()
-    if args.tcp:
-        SERVER.start_tcp(*_address(args.tcp, "--tcp"))
-    elif args.ws:
-        try:
-            import websockets  # noqa: F401
-        except ImportError:
-            raise UserError("--ws needs the 'websockets' package: pip install 'horovodize[ws]'")
-        SERVER.start_ws(*_address(args.ws, "--ws"))
-    else:
-        stdio.start_io(SERVER)
-    # `exit` answered: leave now. A normal interpreter exit would join the analysis thread,
-    # and with it wait for an analysis of a large file that nobody will read.
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):          # closed with the connection
-            pass
-    os._exit(0)

@@ -14,7 +14,7 @@ import bisect
 
 from lsprotocol import types
 
-from ..source import LINE_BREAK, line_table
+from ..parse.source import LINE_BREAK, line_table
 
 UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value

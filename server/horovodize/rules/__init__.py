@@ -1,22 +1,7 @@
-"""The rule catalogue: one module per rule family, in conversion order.
+"""Stage 4, rules: one module per rule family, each turning the sites it matches into
+findings with a minimal edit (`base.Finding`, `base.Fix`); `catalogue` lists them in
+conversion order. A rule reads the analysis through `base.RuleContext`, never LSP types.
 
-Order matters only where two rules insert at the same offset (e.g. HVD050's
-``callbacks=`` before HVD051's ``verbose=`` at a ``fit`` call's closing parenthesis):
-edits at one point are applied in the order the rules yield them.
+Needs first: analysis (an `Env`, the loop `Summary`, the restriction blockers).
+May import: parse, analysis, and `rules.base` / shared rule helpers (`tapes`).
 """
-
-from . import data_shard, estimator, gradient_tape, keras_fit, optimizer, rank0_guards, setup_imports, work_division
-
-RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
-
-from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
-
-RULE_MODULES = RULE_MODULES + (tf1_session,)
-
-from . import horovod_misuse  # noqa: E402  (warnings on code that already uses Horovod: HVD200-HVD208)
-
-RULE_MODULES = RULE_MODULES + (horovod_misuse,)
-
-RULES: dict[str, tuple[str, str]] = {}
-for _module in RULE_MODULES:
-    RULES.update(_module.RULES)

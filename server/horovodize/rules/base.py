@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import nodes as N
-from ..source import Edit, Source
+from ..parse import nodes as N
+from ..parse.source import Edit, Source
 
 if TYPE_CHECKING:
-    from ..env import Env
-    from ..loop import Summary
+    from ..analysis.env import Env
+    from ..analysis.loop import Summary
 
 SEVERITY_RULE = "hint"
 SEVERITY_LOOP = "information"
@@ -58,7 +58,7 @@ class RuleContext:
     """What a rule may read: the source, σ, the loop summary, the blocked sites."""
 
     def __init__(self, source: Source, env: "Env", summary: "Summary", blocked, facts=None):
-        from ..hvd_facts import HvdFacts
+        from ..analysis.hvd_facts import HvdFacts
         self.source = source
         self.env = env
         self.summary = summary

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..source import Edit
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .work_division import divide, training_takes
 

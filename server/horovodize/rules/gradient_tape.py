@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..env import TF1_OPTIMIZERS
-from ..gradflow import is_training_tape
-from ..source import Edit
+from ..analysis.gradflow import gradient_inside, is_training_tape, single_target
+from ..analysis.roles import TF1_OPTIMIZERS
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
 from .setup_imports import after_setup, tf_name
+from .tapes import keras_step_tapes, tf_module_alias, wrapped
 
 RULES = {
     "HVD020": ("distributed-gradient-tape", "Wrap the tape in hvd.DistributedGradientTape"),
@@ -43,51 +44,6 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _apply_gradients(ctx)
 
 
-HVD_TF = "horovod.tensorflow"
-
-
-def keras_step_tapes(ctx: RuleContext) -> list:
-    """Training tapes of a Keras ``train_step`` override that take their gradients themselves
-    (``tape.gradient`` then ``opt.apply_gradients``). ``fit`` runs the step, but
-    horovod.tensorflow.keras's ``DistributedOptimizer`` averages only the gradients its own
-    ``minimize`` computes (TF >= 2.4), never those handed to ``apply_gradients``: without a
-    ``DistributedGradientTape`` (from horovod.tensorflow) every rank trains alone (seen in a
-    2-rank run of keras-io's GAN shape)."""
-    cached = getattr(ctx, "_keras_step_tapes", None)
-    if cached is not None:
-        return cached
-    out = []
-    from ..loop import KERAS_STEP_METHODS
-    for tape in ctx.env.tapes:
-        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
-        fn = N.enclosing(tape.stmt, {"funcdef"})
-        if with_stmt is None or "." in tape.name or fn is None or fn.name.value not in KERAS_STEP_METHODS:
-            continue
-        cls = N.enclosing(fn, {"classdef"})
-        if cls is None or cls.name.value not in ctx.env.classes or not ctx.env.is_method(fn):
-            continue
-        takes = any(c.receiver_dotted() == tape.name and N.func_scope_of(c.node) is N.func_scope_of(tape.stmt)
-                    for c in ctx.calls("gradient"))
-        if takes and is_training_tape(ctx.env, tape) and not _wrapped(ctx, tape, with_stmt):
-            out.append(tape)
-    ctx._keras_step_tapes = out
-    return out
-
-
-def tf_module_alias(ctx: RuleContext) -> str | None:
-    """The name the program binds horovod.tensorflow to; for a program without Horovod, the
-    name the set-up binds it to (`setup_imports.setup_code`); else None."""
-    for local, full in ctx.facts.locals.items():
-        if full == HVD_TF:
-            return local
-    if ctx.facts.uses_horovod:
-        return None
-    name = "hvd_tf"
-    while name in ctx.env.index.names:
-        name += "_"
-    return name
-
-
 def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
     alias = tf_module_alias(ctx)
     if alias is None:
@@ -106,7 +62,7 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
 def _tapes(ctx: RuleContext) -> Iterator[Finding]:
     for tape in ctx.env.tapes:
         with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
-        if with_stmt is None or "." in tape.name or _wrapped(ctx, tape, with_stmt):
+        if with_stmt is None or "." in tape.name or wrapped(ctx, tape, with_stmt):
             continue
         if not is_training_tape(ctx.env, tape):
             continue   # a penalty, saliency or printed gradient: no optimizer applies it
@@ -127,46 +83,13 @@ def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
     into something other than one name: HVD-T2 says so)."""
     with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
     outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
-    inner = _gradient_inside(tape, with_stmt)
+    inner = gradient_inside(tape, with_stmt)
     if inner is None:
         return ctx.insert_after_stmt(outer, f"{tape.name} = {hvd}.DistributedGradientTape({tape.name})")
-    target = _single_target(inner)
+    target = single_target(inner)
     if target is None:
         return None
     return ctx.insert_after_stmt(inner, f"{target} = [None if g is None else {hvd}.allreduce(g) for g in {target}]")
-
-
-def _single_target(stmt) -> str | None:
-    """`grads` of ``grads = tape.gradient(...)``."""
-    small = stmt.children[0] if stmt.type == "simple_stmt" else stmt
-    parts = N.assign_parts(small) if small.type == "expr_stmt" else None
-    if parts and len(parts[0]) == 1 and parts[0][0].type == "name":
-        return parts[0][0].value
-    return None
-
-
-def _gradient_inside(tape, with_stmt):
-    """The statement of the with block that calls ``tape.gradient`` (gradients taken inside
-    the block): they are averaged right after it, since wrapping after the block is too late."""
-    suite = with_stmt.children[-1]
-    for call in N.calls_in(suite):
-        if call.method == "gradient" and call.receiver_dotted() == tape.name:
-            stmt = N.statement_of(call.node)
-            while stmt.parent is not None and stmt.parent.type == "simple_stmt":
-                stmt = stmt.parent
-            if N.enclosing(stmt, {"funcdef", "lambdef"}) is N.enclosing(with_stmt, {"funcdef", "lambdef"}):
-                return stmt
-    return None
-
-
-def _wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
-    scope = N.func_scope_of(with_stmt)
-    if ctx.facts.tape_wrapped(tape.name, scope):
-        return True   # any import form: ``from horovod.tensorflow import DistributedGradientTape as DGT``
-    if ctx.calls("allreduce", scope):
-        return True  # gradients already averaged by hand
-    return any(N.dotted(a.value) == tape.name
-               for a in (c.positional(0) for c in ctx.calls("DistributedGradientTape", scope)) if a is not None)
 
 
 def gradient_sites(ctx: RuleContext) -> Iterator[tuple[N.Call, object, str]]:

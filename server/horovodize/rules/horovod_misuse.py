@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS, is_main_guard
-from ..hvd_reach import reach
-from ..source import Edit
-from .base import Finding, Fix, RuleContext, SEVERITY_RESTRICTION
+from ..analysis.hvd_facts import NEEDS_INIT, RANK_APIS, SIZE_APIS, is_main_guard
+from ..analysis.hvd_reach import reach
+from ..parse import nodes as N
+from ..parse.source import Edit
+from .base import SEVERITY_RESTRICTION, Finding, Fix, RuleContext
 
 RULES = {
     "HVD200": ("call-before-init", "A Horovod call can run before hvd.init()"),
@@ -527,7 +527,7 @@ def _imported_from_project(ctx: RuleContext, call: N.Call) -> bool:
         return False
     imported = ctx.__dict__.get("_hvd_imported")
     if imported is None:
-        from ..env import import_bindings
+        from ..parse.imports import import_bindings
         imported = {}
         for node in ctx.env.imports:
             if node.type == "import_from":

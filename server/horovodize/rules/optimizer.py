@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..env import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
-from ..source import Edit
+from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 
 RULES = {

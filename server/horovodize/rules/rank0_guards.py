@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from .. import nodes as N
-from ..source import Edit
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 
 RULES = {
@@ -380,7 +380,7 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
 
 def _fit_model(ctx: RuleContext):
     """(dotted name, fit call node) of the model a Keras-flavoured Horovod program trains with ``fit``."""
-    from ..loop import FIT
+    from ..analysis.loop import FIT
 
     if not (ctx.summary.hvd_module or "").endswith("keras"):
         return None

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from .. import nodes as N
-from ..source import Edit
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
+from .tapes import keras_step_tapes, tf_module_alias
 
 RULES = {
     "HVD001": ("horovod-setup", "Add Horovod set-up (import, hvd.init(), GPU pinning)"),
@@ -37,7 +38,6 @@ def setup_code(ctx: RuleContext) -> str:
         lines.append(f"import tensorflow as {tf}")
     lines.append(f"import {ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras"):
-        from .gradient_tape import keras_step_tapes, tf_module_alias
         if keras_step_tapes(ctx):    # a train_step's own tape needs horovod.tensorflow's wrapper
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")

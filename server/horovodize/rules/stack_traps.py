@@ -8,7 +8,7 @@
   that the conversion gives Horovod collectives: XLA cannot compile them unless
   Horovod's XLA ops are registered (``HOROVOD_ENABLE_XLA_OPS=1`` before TensorFlow loads).
 * HVD092 — a ``tf.distribute`` program: training is already distributed; Horovod on top
-  would reduce twice and fight over devices. `strategy_problems` makes it a restriction
+  would reduce twice and fight over devices. `analysis.strategy` makes it a restriction
   fact that blocks every rule in the file (the engine reports it through `diagnostics`).
 
 These run after the rules (the engine calls `merged` once all findings are known), so a
@@ -21,12 +21,17 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..callables import callee_name
-from ..env import Problem
-from ..keras3 import backend_not_tensorflow, keras3_imports, keras3_only_uses, optimizer_apply_uses
-from ..loop import FIT, LOOP_CODES, TAPE
-from .base import Finding, Related, RuleContext, SEVERITY_RESTRICTION
+from ..analysis.callables import callee_name
+from ..analysis.keras3 import (
+    backend_not_tensorflow,
+    keras3_imports,
+    keras3_only_uses,
+    optimizer_apply_uses,
+)
+from ..analysis.loop import FIT, LOOP_CODES, TAPE
+from ..analysis.strategy import STRATEGY_METHODS, strategy_message, strategy_uses
+from ..parse import nodes as N
+from .base import SEVERITY_RESTRICTION, Finding, Related, RuleContext
 
 RULES = {
     "HVD090": ("keras3-version-trap", "Keras 3 / keras_core program: Horovod supports Keras 2 only"),
@@ -34,8 +39,6 @@ RULES = {
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
 }
 WARNINGS = tuple(RULES)
-STRATEGY_METHODS = ("experimental_distribute_dataset", "distribute_datasets_from_function",
-                    "experimental_distribute_datasets_from_function", "experimental_run_v2")
 
 
 def diagnostics(ctx: RuleContext) -> list[Finding]:
@@ -60,53 +63,13 @@ def _warn(ctx: RuleContext, code: str, node, message: str, related=()) -> Findin
 
 
 # -- HVD092 -----------------------------------------------------------------------------------
-def strategy_uses(env) -> list[tuple[object, str]]:
-    """(node, name) of each ``tf.distribute`` strategy made (or, when none is made here,
-    used through a strategy method) in the file."""
-    made = []
-    for call in env.calls_where(lambda q: q.startswith(("tensorflow.distribute.", "tensorflow.keras.distribution."))):
-        q = env.callee_qualname(call)
-        last = q.rsplit(".", 1)[-1]
-        if q.startswith("tensorflow.distribute.") and last.endswith("Strategy"):
-            made.append((_Span(call.node.children[0].start_pos, call.trailer.end_pos), q.replace("tensorflow.", "tf.", 1)))
-        elif q.startswith("tensorflow.keras.distribution.") and last in ("DataParallel", "ModelParallel"):
-            made.append((_Span(call.node.children[0].start_pos, call.trailer.end_pos), "keras.distribution." + last))
-    if made:
-        return made
-    for name in STRATEGY_METHODS:
-        for call in env.index.by_method.get(name, ()):
-            if call.method == name:
-                return [(_Span(call.node.children[0].start_pos, call.trailer.end_pos),
-                         f"a tf.distribute strategy (`{call.receiver_dotted() or 'strategy'}.{name}`)")]
-    return []
-
-
-class _Span:
-    def __init__(self, start_pos, end_pos):
-        self.start_pos, self.end_pos = start_pos, end_pos
-
-
-def strategy_problems(env) -> list[Problem]:
-    """One restriction fact per strategy: it blocks everything (`everywhere`)."""
-    out = []
-    for node, name in strategy_uses(env):
-        out.append(Problem("HVD092", node, _strategy_message(name), ("HVD001", "HVD002"), everywhere=True))
-    return out
-
-
-def _strategy_message(name: str) -> str:
-    shown = name if name.startswith("a ") else f"`{name}`"
-    return (f"this program already distributes training with {shown}; Horovod is not added on top "
-            "(two mechanisms would reduce gradients twice and fight over devices): no edit in this file")
-
-
 def _strategy(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
     uses = [(call.node, f"`{call.receiver_dotted()}.{call.method}` runs under the strategy")
             for call in env.calls_with_method("scope", "run", *STRATEGY_METHODS)
             if call.receiver_dotted() and "strateg" in call.receiver_dotted().lower()][:3]
     for node, name in strategy_uses(env):
-        yield _warn(ctx, "HVD092", node, _strategy_message(name), uses)
+        yield _warn(ctx, "HVD092", node, strategy_message(name), uses)
 
 
 # -- HVD090 -----------------------------------------------------------------------------------
@@ -217,4 +180,4 @@ def _xla_message(what: str) -> str:
             "`jit_compile=True`, or set HOROVOD_ENABLE_XLA_OPS=1 before TensorFlow is imported")
 
 
-__all__ = ["RULES", "WARNINGS", "diagnostics", "merged", "strategy_problems"]
+__all__ = ["RULES", "WARNINGS", "diagnostics", "merged"]

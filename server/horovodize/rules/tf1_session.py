@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import nodes as N
-from ..env import TF1_OPTIMIZERS
-from ..source import Edit
+from ..analysis.roles import TF1_OPTIMIZERS
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 from .estimator import hook_edits, keyword_first
 from .optimizer import RULES as OPT_RULES
@@ -206,7 +206,7 @@ def divide(ctx: RuleContext, value) -> list[Edit]:
 
 
 def _steps(ctx: RuleContext, g) -> Iterator[Finding]:
-    from ..session import range_bound
+    from ..analysis.session import range_bound
     for call in ctx.calls("StopAtStepHook"):
         if ctx.env.callee_qualname(call) != "tensorflow.train.StopAtStepHook" or ctx.blocked("HVD073", call.node):
             continue

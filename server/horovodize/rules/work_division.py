@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .. import nodes as N
-from ..loop import ESTIMATOR, FIT, TAPE
-from ..source import Edit
+from ..analysis.loop import ESTIMATOR, FIT, TAPE
+from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 
 RULES = {

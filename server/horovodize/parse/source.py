@@ -179,7 +179,9 @@ class Source:
             first = min(self.syntax_issues, key=lambda i: i.start)
             line, col = self.position(first.start)
             msg = first.message.removeprefix("SyntaxError: ")
-            from .py2 import find as python2_construct   # TF1-era scripts: say which Python 2 construct
+            from .py2 import (
+                find as python2_construct,  # TF1-era scripts: say which Python 2 construct
+            )
             old = python2_construct(self.text)
             if old is not None:
                 raise ParseError(old.message, old.line, old.column)

@@ -14,13 +14,15 @@ own gradient is what reaches the optimizer.
 A tape whose ``gradient`` is never called in its scope (the tape handed elsewhere) keeps
 the old answer, training, so nothing that used to be averaged silently stops being.
 
-Requires: env (index, call targets, parameters). Provides: `is_training_tape`.
+Requires: env (index, call targets, parameters). Provides: `is_training_tape`, `gradient_inside` (where a with block takes its
+gradients), `single_target`.
 """
 
 from __future__ import annotations
 
-from . import nodes as N
-from .env import Env, is_name_use
+from ..parse import nodes as N
+from ..parse.scopes import is_name_use
+from .env import Env
 
 SINKS = ("apply_gradients", "minimize", "assign_sub")     # assign_sub: a hand-written SGD step
 # Methods that put their argument into their receiver (the receiver then carries it).
@@ -259,3 +261,26 @@ def _inside(node, ancestor) -> bool:
 
 
 __all__ = ["is_training_tape"]
+
+
+def single_target(stmt) -> str | None:
+    """`grads` of ``grads = tape.gradient(...)``."""
+    small = stmt.children[0] if stmt.type == "simple_stmt" else stmt
+    parts = N.assign_parts(small) if small.type == "expr_stmt" else None
+    if parts and len(parts[0]) == 1 and parts[0][0].type == "name":
+        return parts[0][0].value
+    return None
+
+
+def gradient_inside(tape, with_stmt):
+    """The statement of the with block that calls ``tape.gradient`` (gradients taken inside
+    the block): they are averaged right after it, since wrapping after the block is too late."""
+    suite = with_stmt.children[-1]
+    for call in N.calls_in(suite):
+        if call.method == "gradient" and call.receiver_dotted() == tape.name:
+            stmt = N.statement_of(call.node)
+            while stmt.parent is not None and stmt.parent.type == "simple_stmt":
+                stmt = stmt.parent
+            if N.enclosing(stmt, {"funcdef", "lambdef"}) is N.enclosing(with_stmt, {"funcdef", "lambdef"}):
+                return stmt
+    return None

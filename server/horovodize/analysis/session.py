@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import nodes as N
-from .env import Env, Problem, _header
+from ..parse import nodes as N
+from ..parse.imports import import_bindings
+from ..parse.scopes import header
+from .env import Env
+from .roles import LIBRARIES, Problem
 
 SESSION_CLASSES = {"tensorflow.Session": "session", "tensorflow.InteractiveSession": "session",
                    "tensorflow.train.MonitoredTrainingSession": "monitored",
@@ -155,8 +158,6 @@ def _only_session(g: Graph) -> Sess | None:
 def _foreign_train_ops(env: Env, value, call: N.Call) -> list:
     """``train_op = cifar10.train(loss, step)`` then ``sess.run(train_op)``: the optimizer is
     built in another project module (a T1 shape: the loop is not in one file)."""
-    from .env import import_bindings
-    from .restrictions import LIBRARIES
     modules = {local: full for node in env.index.imports for local, full in import_bindings(node)}
     out = []
     for n in N.walk(value):
@@ -298,7 +299,7 @@ def _made_by(call: N.Call) -> str | None:
 
 
 def _header_span(loop):
-    return _header(loop)
+    return header(loop)
 
 
 def premade_problems(env: Env) -> list[Problem]:

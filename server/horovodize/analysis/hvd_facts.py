@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import keep, runs
-from . import nodes as N
-from .env import Env, _import_names, canonical, import_bindings, is_main_guard
+from ..incremental import keep, runs
+from ..parse import nodes as N
+from ..parse.imports import import_bindings, import_names
+from ..parse.scopes import is_main_guard
+from .env import Env
+from .roles import canonical
 
 # Importable Horovod modules a program may use as "hvd" (edits are written against one).
 HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
@@ -100,7 +103,7 @@ class HvdFacts:
         for node in self.env.imports:
             found = False
             if node.type == "import_name":
-                for dotted_node, alias in _import_names(node):
+                for dotted_node, alias in import_names(node):
                     full = dotted_node.get_code(include_prefix=False).replace(" ", "")
                     if not full.startswith("horovod"):
                         continue

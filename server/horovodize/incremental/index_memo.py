@@ -31,8 +31,9 @@ from __future__ import annotations
 from itertools import chain
 from operator import attrgetter, is_
 
-from . import nodes as N
-from .env import Index, build_index, import_bindings
+from ..parse import nodes as N
+from ..parse.imports import import_bindings
+from ..parse.index import Index, build_index
 
 # statement-level nodes: the only ones whose children the diff parser replaces in a kept tree
 _COMPOUND = frozenset({

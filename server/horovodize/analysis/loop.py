@@ -31,11 +31,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import keep, runs
-from . import nodes as N
+from ..incremental import keep, runs
+from ..parse import nodes as N
+from ..parse.imports import (
+    dotted_name,
+    from_module,
+    from_module_text,
+    from_names,
+    import_names,
+)
+from ..parse.scopes import header
 from . import session as graph_mode
+from .env import Env
 from .gradflow import is_training_tape
-from .env import Env, call_position, _dotted_name, _from_module, _from_names, _header, _import_names, from_module_text
+from .roles import call_position
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 SESSION = "Session"            # TF1 graph mode: a train op run in a Session
@@ -100,7 +109,7 @@ class LoopSite:
     @property
     def driver_header(self):
         """The driving loop's header (``for x, y in dataset:``) for related information."""
-        return _header(self.driver) if self.driver is not None else None
+        return header(self.driver) if self.driver is not None else None
 
 
 @dataclass(eq=False)
@@ -497,8 +506,8 @@ def _import_summaries(node, sigma: dict) -> None:
     ``from a.b import c as d`` → σ[d ↦ ModuleSummary "a.b.c"]."""
     try:
         if node.type == "import_name":
-            for dotted_node, alias in _import_names(node):
-                full = _dotted_name(dotted_node)
+            for dotted_node, alias in import_names(node):
+                full = dotted_name(dotted_node)
                 if alias:
                     sigma[alias] = ModuleSummary(full, None, BOTTOM, node)
                     continue
@@ -515,10 +524,10 @@ def _import_summaries(node, sigma: dict) -> None:
                         nxt = cur.members[parts[i]] = ModuleSummary(".".join(parts[: i + 1]), None, BOTTOM, node)
                     cur = nxt
         else:
-            module = _from_module(node)
+            module = from_module(node)
             if module is None:        # relative: keep the dots (the seeds only have level 0)
                 module = from_module_text(node)
-            for name, alias in _from_names(node):
+            for name, alias in from_names(node):
                 if name != "*":
                     full = f"{module}{name}" if module.endswith(".") else f"{module}.{name}"
                     sigma[alias or name] = ModuleSummary(full, None, BOTTOM, node)

@@ -11,7 +11,9 @@ Requires: env (imports, aliases, index). Provides: `keras3_imports`, `keras3_onl
 
 from __future__ import annotations
 
-from .env import Env, import_bindings, is_name_use
+from ..parse.imports import import_bindings
+from ..parse.scopes import is_name_use
+from .env import Env
 
 KERAS3_ROOTS = ("keras", "keras_core")
 # Keras 3 APIs with no Keras 2 twin (prefixes of the full dotted name, root normalised to keras).

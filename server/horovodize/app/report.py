@@ -5,7 +5,7 @@ stdout stays the converted program; ``--format json`` for tools.
 
 from __future__ import annotations
 
-from .engine import Analysis
+from ..engine import Analysis
 
 POINTS = [
     (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),

@@ -225,8 +225,8 @@ def launcher(python: str) -> list[str]:
 # -- conversion -----------------------------------------------------------------------------------
 def convert_file(path: Path) -> str:
     try:
-        from .engine import convert_text
-        from .source import ParseError
+        from ..engine import convert_text
+        from ..parse.source import ParseError
     except ImportError as e:  # pragma: no cover - the engine is always there in a release
         raise VerifyError(f"the converter is not available: {e}")
     try:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from . import nodes as N
+from ..parse import nodes as N
 from . import runs
 
 DYNAMIC = object()          # a role that reads other bindings (`StaticRoles.of`)

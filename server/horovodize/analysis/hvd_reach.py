@@ -14,7 +14,7 @@ returned here are all that need asking; `flows_from` still gives the answer.
 
 from __future__ import annotations
 
-from . import nodes as N
+from ..parse import nodes as N
 from .hvd_facts import _assign_items, _target_names
 
 _STATEMENT_ENDS = frozenset({"simple_stmt", "file_input"})

@@ -18,8 +18,13 @@ Requires: env (aliases, imports). Provides: `is_higher_order`, `is_wrapper`.
 
 from __future__ import annotations
 
-from . import nodes as N
-from .env import Env, import_bindings
+from typing import TYPE_CHECKING
+
+from ..parse import nodes as N
+from ..parse.imports import import_bindings
+
+if TYPE_CHECKING:                 # (env imports this module: annotations only)
+    from .env import Env
 
 ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run", "fire.Fire", "typer.run"}
 WRAPPERS = {"tensorflow.function", "functools.partial"}

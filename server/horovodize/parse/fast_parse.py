@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from parso.parser import InternalParseError, Stack, StackNode
 from parso.python import tree
-from parso.tree import BaseNode, Node
 from parso.python.parser import Parser
 from parso.python.token import PythonTokenTypes
 from parso.python.tokenize import PythonToken
+from parso.tree import BaseNode, Node
 from parso.utils import split_lines
 
 from . import fast_tokens, forked_tokens

@@ -32,39 +32,26 @@ Provides: `check(env, summary) -> list[Problem]` and `Blocker`.
 
 from __future__ import annotations
 
-import sys
-
-from . import nodes as N
-from .env import (
-    ROLE_RULES,
-    SETUP,
-    Env,
-    Problem,
-    _from_names,
-    from_module_text,
-    _header,
-    _Span,
+from ..parse import nodes as N
+from ..parse.imports import from_module_text, from_names, import_bindings
+from ..parse.scopes import (
+    Span,
     conditional_ancestor,
-    import_bindings,
+    header,
     is_main_guard,
     is_name_use,
 )
 from .callables import is_higher_order
-from .rules.stack_traps import strategy_problems
+from .env import Env
+from .gradflow import gradient_inside, is_training_tape, single_target
 from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
+from .roles import LIBRARIES, ROLE_RULES, SETUP, Problem
+from .strategy import strategy_problems
 
 TAPE_RULES = ("HVD020", "HVD021")
 FIT_RULES = ("HVD050", "HVD051")
 KIND_RULES = {TAPE: TAPE_RULES, FIT: FIT_RULES, ESTIMATOR: ("HVD060", "HVD061")}
 ALL_LOOP_RULES = SETUP + TAPE_RULES + FIT_RULES + ("HVD011", "HVD060")
-# Modules that are not part of the project (T1): the standard library and common packages.
-LIBRARIES = set(getattr(sys, "stdlib_module_names", ())) | {
-    "tensorflow", "keras", "tf_keras", "keras_core", "horovod", "numpy", "pandas", "scipy", "sklearn", "matplotlib",
-    "seaborn", "tensorflow_datasets", "tensorflow_addons", "tensorflow_hub", "tensorflow_text",
-    "tensorflow_probability", "tqdm", "PIL", "cv2", "absl", "wandb", "mlflow", "yaml", "h5py", "torch",
-    "jax", "flax", "optax", "transformers", "datasets", "tensorboard", "click", "fire", "hydra", "omegaconf",
-    "sys", "os", "math", "time", "random", "json", "pathlib", "argparse", "logging", "functools",
-}
 # Calls that change state: a print whose argument makes one must run on every rank (R4).
 SIDE_EFFECT_CALLS = {"next", "input", "pop", "append", "extend", "insert", "remove", "update",
                      "write", "send", "apply_gradients", "fit", "train", "save", "assign",
@@ -151,8 +138,8 @@ class Blocker:
         return False
 
 
-def _span(first, last) -> _Span:
-    return _Span(first.start_pos, last.end_pos)
+def _span(first, last) -> Span:
+    return Span(first.start_pos, last.end_pos)
 
 
 def _text(env: Env, node) -> str:
@@ -373,7 +360,7 @@ def _project_imports(node) -> list[tuple[str, str]]:
         if node.type == "import_from":
             module = from_module_text(node)
             if module.startswith(".") or module.split(".")[0] not in LIBRARIES:
-                out += [(alias or name, module) for name, alias in _from_names(node) if name != "*"]
+                out += [(alias or name, module) for name, alias in from_names(node) if name != "*"]
         else:
             out += [(local, full) for local, full in import_bindings(node) if full.split(".")[0] not in LIBRARIES]
     except (AttributeError, IndexError):
@@ -403,17 +390,15 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
 def _gradients_in_block(env: Env) -> list[Problem]:
     """Gradients taken inside the tape's block into something other than one name
     (``dw, db = tape.gradient(...)``): HVD020 cannot average them, so the loop is not converted."""
-    from .rules.gradient_tape import _gradient_inside, _single_target
 
-    from .gradflow import is_training_tape
 
     out = []
     for tape in env.tapes:
         with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
         if with_stmt is None or not is_training_tape(env, tape):
             continue
-        inner = _gradient_inside(tape, with_stmt)
-        if inner is not None and _single_target(inner) is None:
+        inner = gradient_inside(tape, with_stmt)
+        if inner is not None and single_target(inner) is None:
             stmt = inner.children[0] if inner.type == "simple_stmt" else inner
             out.append(Problem("T2", stmt, f"the gradients of `{tape.name}` are taken inside its block and not "
                                "into one name; write `grads = tape.gradient(...)` (or take them after the block)",
@@ -568,9 +553,9 @@ def _assigned_to(node) -> bool:
 
 
 def _value_context(node) -> str:
-    cur = node if not isinstance(node, _Span) else None
+    cur = node if not isinstance(node, Span) else None
     start = cur.parent if cur is not None else None
-    if isinstance(node, _Span):
+    if isinstance(node, Span):
         return "used as a value"
     cur = start
     while cur is not None and cur.type not in ("simple_stmt", "suite", "file_input"):
@@ -599,7 +584,7 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
         conditional_defs.add(id(fn))
         blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
         out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition",
-                           blocks, region=fn, related=[(_header(cond), "the condition")]))
+                           blocks, region=fn, related=[(header(cond), "the condition")]))
     for site in summary.sites:
         if site.distributed or (site.function is not None and id(site.function) in conditional_defs):
             continue
@@ -608,7 +593,7 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
             continue
         what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
         out.append(Problem("T5", site.node, f"the {what} runs under a condition", KIND_RULES[site.kind],
-                           region=cond, related=[(_header(cond), "the condition")]))
+                           region=cond, related=[(header(cond), "the condition")]))
     return out
 
 

@@ -1,0 +1,251 @@
+"""Bindings: which names hold an object of a role, found from assignments, ``with`` items,
+member aliases (``Adam = tf.optimizers.Adam``) and Keras model classes, keyed by scope.
+
+Part of the environment pass (`env.build_env` calls these in source order).
+
+Requires: parse (nodes, scopes), analysis.roles; the `Env` being built. Provides:
+`member_aliases`, `collect_classes`, `bound_names`, `bind_assignment`, `bind_with_item`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..incremental import keep
+from ..parse import nodes as N
+from ..parse.scopes import (
+    TERNARY,
+    class_bases,
+    conditional_ancestor,
+    is_module_import_call,
+    loop_ancestor,
+)
+from .roles import Binding
+
+if TYPE_CHECKING:                 # (annotations only: env imports this module)
+    from ..parse.index import Index
+    from .env import Env
+
+
+# -- member aliases (R2, R3) -------------------------------------------------------------
+def member_aliases(env: Env) -> None:
+    """``Adam = tf.optimizers.Adam`` / ``keras = tf.keras`` / ``t = tf``: resolved, so the
+    sites reached through them are found, and recorded for R2/R3 (which block them)."""
+    for piece in env.index.parts():
+        candidates = piece.memo.get("member_aliases")
+        if candidates is None:
+            candidates = piece.memo["member_aliases"] = _alias_candidates(piece)
+        for stmt, name, value, src in candidates:
+            if src is None:             # ``t = importlib.import_module("tensorflow")``
+                env.module_aliases[name] = stmt
+                env.aliases[name] = "tensorflow"
+                env.tf_names.add(name)
+                continue
+            q = env.qualname(value)
+            if not q or not q.startswith("tensorflow") or src == name:
+                continue
+            if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
+                root, _, rest = src.partition(".")
+                full = env.aliases[root] + ("." + rest if rest else "")
+                env.module_aliases[name] = stmt
+                env.tf_names.add(name)
+                env.aliases[name] = full
+                env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
+            elif "." in src:
+                env.member_aliases[name] = stmt
+                env.aliases[name] = q
+    env._callee_q.clear()      # the aliases are final from here on
+    env._alias_gen = keep.alias_generation(env)
+
+
+def _alias_candidates(index: Index) -> list:
+    """(stmt, name, value, dotted value or None for a module import call) of the
+    ``name = a.b`` / ``name = import_module(...)`` assignments: the statement alone decides."""
+    out = []
+    for stmt, _owner in index.assignments:
+        parts = N.assign_parts(stmt)
+        if parts is None:
+            continue
+        targets, value = parts
+        if len(targets) != 1 or targets[0].type != "name":
+            continue
+        src = N.dotted(value)
+        if src is not None or is_module_import_call(value):
+            out.append((stmt, targets[0].value, value, src))
+    return out
+
+
+def collect_classes(env: Env) -> None:
+    """Keras model subclasses, directly or through another summarised class (in order)."""
+    for node in env.index.classdefs:
+        name = node.name.value
+        env.all_classes[name] = node
+        local = []
+        for value in class_bases(node):
+            q = env.qualname(value)
+            d = N.dotted(value)
+            if d in env.all_classes and d != name:
+                local.append(d)
+            if q in ("tensorflow.keras.Model", "tensorflow.keras.Sequential") or d in env.classes:
+                env.classes[name] = node
+        env.class_bases[name] = local
+
+
+# -- assignments -----------------------------------------------------------------------
+def bind_assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles):
+    """Add the statement's bindings; the names its roles read from other bindings (None
+    when no role was read from them)."""
+    shape = _shape_of(env, memo, stmt, owner)
+    if shape is _NOT_BOUND:
+        return None
+    value, call, targets = shape
+    static = roles.of(call, stmt, memo) if call is not None and targets else keep.DYNAMIC
+    if static is not keep.DYNAMIC:
+        for target in targets:
+            _bind(env, stmt, value, target, static)
+        return None
+    if not targets or (call is None and value.type not in TERNARY):
+        for target in targets:           # (a plain value: no role)
+            _bind(env, stmt, value, target, None)
+        return None
+    kept = roles.kept(stmt, memo)
+    if kept is not None:
+        for target, role in zip(targets, kept[1]):
+            _bind(env, stmt, value, target, role)
+        return kept[0]
+    found = []
+    with keep.reading(env) as deps:
+        for target in targets:   # (each target's role is found after the previous is bound)
+            if call is not None:
+                role = env.role_of_call(call, stmt) or _returned_role(env, call)
+            else:
+                role = _ternary_role(env, value, stmt)
+            found.append(role)
+            _bind(env, stmt, value, target, role)
+    roles.keep(stmt, memo, targets, found, deps)
+    return deps
+
+
+def _bind(env: Env, stmt, value, target, role) -> None:
+    name, scope, stop, plain = target
+    if role is not None:
+        cond = value if value.type in TERNARY else conditional_ancestor(stmt, stop)
+        b = Binding(name, role[0], stmt, value, scope, cond, role[1], env.tf1, loop=loop_ancestor(stmt, stop))
+        env.add_binding(b)
+        return
+    # Not a constructor: keep the assignment as a plain binding for R3/R5/R6 facts.
+    env.add_binding(plain)
+
+
+def _shape_of(env: Env, memo: dict, stmt, owner):
+    """The statement's `_assignment_shape`, made once while its piece lives."""
+    shape = memo.get(id(stmt))
+    if shape is None:
+        shape = memo[id(stmt)] = _assignment_shape(env, stmt, owner)
+    return shape
+
+
+def bound_names(env: Env, piece: Index) -> tuple[set, set]:
+    """(the names the piece's assignments bind, those of them other top-level statements
+    can see: module- and class-level, ``global``, ``self.x``), kept in its memo (the
+    shapes are made on the way). A function's locals are seen only inside the statement
+    that holds the function, so a new local changes no answer kept for another statement."""
+    names = piece.memo.get("bound_names")
+    if names is None:
+        every, outer = set(), set()
+        memo = piece.memo
+        for stmt, owner in piece.assignments:
+            shape = _shape_of(env, memo, stmt, owner)
+            if shape is not _NOT_BOUND:
+                for name, scope, _stop, _plain in shape[2]:
+                    every.add(name)
+                    if scope is None or scope.type != "funcdef":
+                        outer.add(name)
+        names = piece.memo["bound_names"] = (every, outer)
+    return names
+
+
+_NOT_BOUND = object()
+
+
+def _assignment_shape(env: Env, stmt, owner):
+    """What the statement alone decides (kept in its piece's memo while it is unchanged):
+    the value, its call, and per bound target (name, scope, where its conditions stop,
+    its plain binding). `_binding_scope` reads the ``global`` statements of the enclosing
+    function, which are in the same top-level statement."""
+    parts = N.assign_parts(stmt)
+    if parts is None:
+        return _NOT_BOUND
+    targets, value = parts
+    call = env.as_call(value)
+    out = []
+    for target in targets:
+        name = N.dotted(target)
+        if name is None:
+            continue
+        scope = _binding_scope(env, name, stmt, owner)
+        if scope is None:
+            continue
+        stop = scope if scope.type != "classdef" else N.enclosing(stmt, {"funcdef"}) or scope
+        out.append((name, scope, stop, Binding(name, "other", stmt, value, scope)))
+    return value, call, out
+
+
+def _ternary_role(env: Env, value, at):
+    """``opt = Adam() if x else SGD()``: the role both (or either) branches construct."""
+    for branch in (value.children[0], value.children[-1]):
+        call = env.as_call(branch)
+        role = env.role_of_call(call, at) if call is not None else None
+        if role is not None:
+            return role
+    return None
+
+
+def _binding_scope(env: Env, name: str, stmt, owner):
+    if name.startswith("self."):
+        if name.count(".") != 1:
+            return None
+        return N.enclosing(stmt, {"classdef"})
+    if "." in name:
+        return None
+    if owner.type == "classdef":
+        return owner              # a class attribute: not visible as a bare name elsewhere
+    if owner.type == "lambdef":
+        return None
+    if owner.type == "funcdef" and name in env.global_names.get(id(owner), ()):
+        return env.source.module  # ``global opt`` makes the assignment a module binding
+    return N.func_scope_of(stmt)
+
+
+def _returned_role(env: Env, call: N.Call, depth: int = 0):
+    """``model = build_model()`` where build_model returns a Keras model/optimizer/dataset."""
+    fn = env.call_target(call) if depth < 4 else None
+    if fn is None:
+        return None
+    for ret in env.index.returns.get(id(fn), []):
+        if len(ret.children) < 2:
+            continue
+        value = ret.children[1]
+        inner = env.as_call(value)
+        if inner is not None:
+            role = env.role_of_call(inner, ret) or _returned_role(env, inner, depth + 1)
+            if role:
+                return role
+        elif value.type == "name":
+            if env._deps is not None:
+                env._deps.append(value.value)
+            b = next((b for b in env.bindings_of(value.value, fn) if b.role != "other"), None)
+            if b is not None:
+                return b.role, b.detail
+    return None
+
+
+def bind_with_item(env: Env, item) -> None:
+    if len(item.children) < 3:
+        return
+    call = env.as_call(item.children[0])
+    target = N.dotted(item.children[2])
+    if call is not None and target and env.callee_qualname(call) == "tensorflow.GradientTape":
+        b = Binding(target, "tape", item, item.children[0], N.func_scope_of(item))
+        env.tapes.append(b)
+        env._by_value.setdefault(id(item.children[0]), b)

@@ -1,0 +1,261 @@
+"""The facts the restriction checks need about how the rewritten objects are created:
+creation count and condition, aliasing, reassignment, creation inside a call (R2, R3,
+R5-R7, R9, R10). Recorded once as `Problem`s on the `Env` and read by both
+`restrictions` (which reports them) and the rules (through `Blocker`).
+
+Part of the environment pass (the last step of `env.build_env`).
+
+Requires: parse (nodes, scopes), analysis.roles; the built `Env`. Provides:
+`restriction_facts`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..parse import nodes as N
+from ..parse.scopes import Span, header, is_name_use, mentions, outermost_function
+from .roles import (
+    REACH,
+    ROLE_RULES,
+    SETUP,
+    Binding,
+    Problem,
+    member_role,
+    rules_for_roles,
+    site_role,
+)
+
+if TYPE_CHECKING:                 # (annotations only: env imports this module)
+    from .env import Env
+
+
+# -- restriction facts ---------------------------------------------------------------------
+def restriction_facts(env: Env) -> None:
+    """Facts for R2, R3, R5, R6, R7, R9, R10 (reported and explained by restrictions.py)."""
+    _r2_r3(env)
+    created = ("optimizer", "dataset", "checkpoint")     # (only their groups have facts)
+    groups: dict[tuple, list[Binding]] = {}
+    for b in env.with_role():
+        if b.role in created:
+            key = (b.name, id(b.scope))
+            if key not in groups:
+                groups[key] = env.bindings_of(b.name, b.scope)
+    # in the order of each group's first binding, as a walk over all bindings meets them
+    first = {id(group[0]): group for group in groups.values()}
+    for b in env.bindings:
+        if not first:
+            break
+        group = first.pop(id(b), None)
+        if group is not None:
+            _creation_facts(env, group)
+    _aliases(env)
+    _inline_creations(env)
+    _r9(env)
+
+
+def _r2_r3(env: Env) -> None:
+    for name, stmt in env.module_aliases.items():
+        what = "by a call, not an import" if N.dotted(N.assign_parts(stmt)[1]) is None else f"to `{name}` by an assignment"
+        env.problems.append(Problem("R2", stmt, f"the tensorflow module is bound {what}; "
+                                    "sites reached through it are not rewritten", SETUP))
+    # `tf = something` re-binding the tensorflow module name.
+    for b in env.module_bindings():
+        if b.name in env.tf_names and b.name not in env.module_aliases \
+                and b.name in env.aliases and env.aliases[b.name].startswith("tensorflow"):
+            env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment", SETUP))
+    for name, stmt in env.member_aliases.items():
+        q = env.aliases.get(name)
+        roles = set(REACH.get(q, ()))
+        r = member_role(q)
+        if r is not None and not q.startswith("tensorflow.data."):
+            roles.add(r[0])              # ``Adam = tf.optimizers.Adam``; not ``AUTOTUNE = tf.data.AUTOTUNE``
+        if q == "tensorflow.GradientTape":
+            roles.add("tape")
+        sites = []
+        for call in _calls_through(env, name):
+            role = site_role(env, call)
+            if role is None:
+                continue
+            roles.add(role)
+            sites.append(call.node)
+            b = env.binding_for_value(call.node)
+            if b is not None:
+                sites.append(b)
+        if not roles:
+            continue
+        src = N.dotted(N.assign_parts(stmt)[1])
+        related = [(n, f"created through `{name}` here") for n in sites if not isinstance(n, Binding)][:3]
+        env.problems.append(Problem(
+            "R3", stmt, f"`{name}` aliases the tensorflow member `{src}`; what is created through it is not rewritten",
+            rules_for_roles(roles), sites=sites, related=related))
+
+
+def _calls_through(env: Env, name: str):
+    """Calls whose callee starts with the name `name` (``Adam(...)``, ``keras.optimizers.SGD(...)``)."""
+    for leaf in env.index.names.get(name, []):
+        parent = leaf.parent
+        if parent is None or parent.type not in ("atom_expr", "power") or parent.children[0] is not leaf:
+            continue
+        for i in range(1, len(parent.children)):
+            if N.is_call_trailer(parent.children[i]):
+                yield N.Call(parent, i)
+                break
+
+
+def _creation_facts(env: Env, group: list[Binding]) -> None:
+    made = [b for b in group if b.role in ("optimizer", "dataset", "checkpoint")]
+    if not made:
+        return
+    role = made[0].role
+    blocks = ROLE_RULES[role]
+    code_once = "R10" if role == "checkpoint" else "R5"
+    first = made[0]
+    creations = [b for b in made if not mentions(b.value, b.name)]
+    sites = [b for b in group if b.role == role]
+    def problem(code, b, msg, related=()):
+        env.problems.append(Problem(code, b.stmt, msg, blocks, first, sites=list(sites), related=list(related)))
+    counted = []
+    for b in creations:
+        if b.conditional is not None and role != "checkpoint" and not _train_mode_branch(b):
+            what = "a conditional expression" if b.conditional is b.value else "a condition"
+            problem("R7", b, f"{role} `{b.name}` is created under {what}",
+                    [(header(b.conditional), "the condition")] if b.conditional is not b.value else [])
+        elif b.loop is not None:
+            problem(code_once, b, f"{role} `{b.name}` is created inside a loop, once per iteration",
+                    [(header(b.loop), "the loop")])
+        else:
+            counted.append(b)
+    for b in counted[1:]:
+        problem(code_once, b, f"{role} `{b.name}` is created more than once", [(counted[0].stmt, "first created here")])
+    start = first.stmt.start_pos
+    for other in group:
+        if other.role == role or other.stmt.start_pos <= start:
+            continue
+        if other.role == "other" and mentions(other.value, other.name):
+            continue   # ``opt = hvd.DistributedOptimizer(opt)``, ``ds = shard(ds)``: a wrapper, not a new value
+        code = "R6" if role != "checkpoint" else "R10"
+        env.problems.append(Problem(code, other.stmt, f"{role} variable `{other.name}` is reassigned to another value",
+                                    blocks, first, sites=list(sites), related=[(first.stmt, "created here")]))
+
+
+def _aliases(env: Env) -> None:
+    """``opt2 = opt`` (R5) / ``ckpt2 = ckpt`` (R10): a second name for one object."""
+    for b in env.renames():
+        src = b.value_dotted()
+        target = env.lookup(src, b.stmt, params=False)
+        if target is None or target.role not in ("optimizer", "dataset", "checkpoint"):
+            continue
+        code = "R10" if target.role == "checkpoint" else "R5"
+        group = env.bindings_of(target.name, target.scope)
+        env.problems.append(Problem(code, b.stmt, f"{target.role} `{src}` is aliased as `{b.name}`",
+                                    ROLE_RULES[target.role], target,
+                                    sites=[g for g in group if g.role == target.role],
+                                    related=[(target.stmt, "created here")]))
+
+
+INLINE_USES = {"optimizer": ("apply_gradients", "minimize"), "dataset": ("take",), "checkpoint": ("save", "write")}
+
+
+def _inline_creations(env: Env) -> None:
+    """A dataset/optimizer/checkpoint created without an assignment (R5/R10) where a rule
+    would have acted on it: ``tf.train.Checkpoint(m=m).save(p)``, ``train(tf.keras.optimizers.Adam())``."""
+    for call in env.calls_where(_inline_role):
+        role = member_role(env.callee_qualname(call))
+        if env.binding_for_value(call.node) is not None:
+            continue
+        if not call.is_whole():
+            nxt = call.node.children[call.index + 1] if call.index + 1 < len(call.node.children) else None
+            meth = nxt.children[1].value if nxt is not None and nxt.type == "trailer" and nxt.children[0] == "." else None
+            if meth not in INLINE_USES[role[0]]:
+                continue
+            reason = f"`.{meth}` is called on it directly"
+        else:
+            if role[0] != "optimizer" or not _is_argument(env, call):
+                continue
+            reason = "it is passed as an argument"
+        code = "R10" if role[0] == "checkpoint" else "R5"
+        start = call.node.children[0]
+        node = Span(start.start_pos, call.trailer.end_pos)
+        env.problems.append(Problem(code, node, f"`{call.callee_dotted()}(...)` creates {_a(role[0])} without an "
+                                    f"assignment ({reason})", ROLE_RULES[role[0]], sites=[call.node]))
+
+
+def _inline_role(q: str) -> bool:
+    role = member_role(q)
+    return role is not None and role[0] in INLINE_USES
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+def _is_argument(env: Env, call: N.Call) -> bool:
+    """An inline optimizer passed to something other than ``compile`` or a Horovod wrapper."""
+    outer = N.call_with_argument(call.node)
+    if outer is None:
+        return False
+    if outer.method == "compile":
+        return False
+    q = env.callee_qualname(outer) or ""
+    if (member_role(q) or ("",))[0] == "estimator":
+        return False            # a premade Estimator's optimizer= (rules/estimator.py wraps it in place)
+    return not q.startswith("horovod") and outer.method != "DistributedOptimizer"
+
+
+def _r9(env: Env) -> None:
+    """A global optimizer used by a function defined before it, or changed inside one."""
+    module = env.source.module
+    for b in env.with_role():
+        if b.role != "optimizer" or b.scope is not module:
+            continue
+        group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
+        if b is not group[0]:
+            continue
+        reported = set()
+        for leaf in env.index.names.get(b.name, []):
+            fn = N.enclosing(leaf, {"funcdef"})
+            if fn is None or not is_name_use(leaf) or id(fn) in reported or fn.end_pos > b.stmt.start_pos:
+                continue
+            outer = outermost_function(fn)
+            if outer.end_pos > b.stmt.start_pos or _local_in(env, b.name, fn):
+                continue
+            reported.add(id(fn))
+            env.problems.append(Problem(
+                "R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}`, which uses it",
+                ("HVD021",), region=fn, related=[(leaf, f"`{fn.name.value}` uses `{b.name}` here")]))
+    # ``global opt`` + an assignment inside a function: the optimizer changes after its creation.
+    for b in env.module_bindings():
+        if b.role not in ("optimizer", "other"):
+            continue
+        fn = N.enclosing(b.stmt, {"funcdef"})
+        if fn is None:
+            continue
+        group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
+        if not group or (b.role == "other" and b.stmt.start_pos < group[0].stmt.start_pos):
+            continue
+        env.problems.append(Problem("R9", b.stmt, f"global optimizer `{b.name}` is assigned inside `{fn.name.value}`",
+                                    ROLE_RULES["optimizer"], group[0], sites=list(group),
+                                    related=[(group[0].stmt, "created here")] if group[0] is not b else []))
+
+
+def _local_in(env: Env, name: str, fn) -> bool:
+    """Is `name` a parameter or a local variable of `fn` (so not the global)?"""
+    if name in env.param_names(fn):
+        return True
+    if env.bindings_of(name, fn):
+        return not any(g.type == "global_stmt" and any(getattr(c, "value", None) == name for c in g.children)
+                       for g in env.index.globals if N.enclosing(g, {"funcdef"}) is fn)
+    return False
+
+
+def _train_mode_branch(b: Binding) -> bool:
+    """An Estimator ``model_fn``'s ``if mode == tf.estimator.ModeKeys.TRAIN:`` (Horovod's own
+    TF1 Estimator example): the optimizer exists only where training happens and the rules'
+    edits stay in that branch, so it is not R7's conditional creation."""
+    cond = b.conditional
+    if b.role != "optimizer" or cond is None or cond.type != "if_stmt" or cond.children[0] != "if":
+        return False
+    test = cond.children[1].get_code(include_prefix=False).replace(" ", "")
+    return "ModeKeys.TRAIN" in test and "!=" not in test and "not" not in test \
+        and b.stmt.start_pos < cond.children[3].end_pos        # in the first branch

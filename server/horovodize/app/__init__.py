@@ -1,0 +1,7 @@
+"""What the adapters offer around a conversion: the conversion report (`report`), the
+rehearsal on N ranks (`verify`: converts, runs under horovodrun, compares the ranks) and
+the stack doctor (`doctor`: can an interpreter's TensorFlow / Keras / Horovod run it).
+
+Needs first: the engine. May import: parse, the engine, codes, errors. Used by the CLI and
+the language server (lsp), never by the core.
+"""

@@ -1,0 +1,31 @@
+"""The rule catalogue: one module per rule family, in conversion order.
+
+Order matters only where two rules insert at the same offset (e.g. HVD050's
+``callbacks=`` before HVD051's ``verbose=`` at a ``fit`` call's closing parenthesis):
+edits at one point are applied in the order the rules yield them.
+"""
+
+from . import (
+    data_shard,
+    estimator,
+    gradient_tape,
+    keras_fit,
+    optimizer,
+    rank0_guards,
+    setup_imports,
+    work_division,
+)
+
+RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
+
+from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
+
+RULE_MODULES = RULE_MODULES + (tf1_session,)
+
+from . import horovod_misuse  # noqa: E402  (warnings on code that already uses Horovod: HVD200-HVD208)
+
+RULE_MODULES = RULE_MODULES + (horovod_misuse,)
+
+RULES: dict[str, tuple[str, str]] = {}
+for _module in RULE_MODULES:
+    RULES.update(_module.RULES)

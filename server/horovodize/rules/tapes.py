@@ -1,0 +1,68 @@
+"""The tapes the set-up and HVD020 both ask about: the training tapes of a Keras
+``train_step`` override (they need ``horovod.tensorflow``'s ``DistributedGradientTape``
+even in a ``fit`` program, so the set-up imports that module too), whether a tape is
+already wrapped or averaged by hand, and the name horovod.tensorflow is bound to.
+
+Requires: rules.base, analysis (gradflow, loop). Provides: `keras_step_tapes`,
+`tf_module_alias`, `wrapped`.
+"""
+
+from __future__ import annotations
+
+from ..analysis.gradflow import is_training_tape
+from ..analysis.loop import KERAS_STEP_METHODS
+from ..parse import nodes as N
+from .base import RuleContext
+
+HVD_TF = "horovod.tensorflow"
+
+
+def keras_step_tapes(ctx: RuleContext) -> list:
+    """Training tapes of a Keras ``train_step`` override that take their gradients themselves
+    (``tape.gradient`` then ``opt.apply_gradients``). ``fit`` runs the step, but
+    horovod.tensorflow.keras's ``DistributedOptimizer`` averages only the gradients its own
+    ``minimize`` computes (TF >= 2.4), never those handed to ``apply_gradients``: without a
+    ``DistributedGradientTape`` (from horovod.tensorflow) every rank trains alone (seen in a
+    2-rank run of keras-io's GAN shape)."""
+    cached = getattr(ctx, "_keras_step_tapes", None)
+    if cached is not None:
+        return cached
+    out = []
+    for tape in ctx.env.tapes:
+        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+        fn = N.enclosing(tape.stmt, {"funcdef"})
+        if with_stmt is None or "." in tape.name or fn is None or fn.name.value not in KERAS_STEP_METHODS:
+            continue
+        cls = N.enclosing(fn, {"classdef"})
+        if cls is None or cls.name.value not in ctx.env.classes or not ctx.env.is_method(fn):
+            continue
+        takes = any(c.receiver_dotted() == tape.name and N.func_scope_of(c.node) is N.func_scope_of(tape.stmt)
+                    for c in ctx.calls("gradient"))
+        if takes and is_training_tape(ctx.env, tape) and not wrapped(ctx, tape, with_stmt):
+            out.append(tape)
+    ctx._keras_step_tapes = out
+    return out
+
+
+def tf_module_alias(ctx: RuleContext) -> str | None:
+    """The name the program binds horovod.tensorflow to; for a program without Horovod, the
+    name the set-up binds it to (`setup_imports.setup_code`); else None."""
+    for local, full in ctx.facts.locals.items():
+        if full == HVD_TF:
+            return local
+    if ctx.facts.uses_horovod:
+        return None
+    name = "hvd_tf"
+    while name in ctx.env.index.names:
+        name += "_"
+    return name
+
+
+def wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
+    scope = N.func_scope_of(with_stmt)
+    if ctx.facts.tape_wrapped(tape.name, scope):
+        return True   # any import form: ``from horovod.tensorflow import DistributedGradientTape as DGT``
+    if ctx.calls("allreduce", scope):
+        return True  # gradients already averaged by hand
+    return any(N.dotted(a.value) == tape.name
+               for a in (c.positional(0) for c in ctx.calls("DistributedGradientTape", scope)) if a is not None)
