@@ -17,8 +17,10 @@ Requires: env (checkpoint and model bindings), restrictions (R4: prints without 
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
+from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
@@ -158,7 +160,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
-    yield from _barriers(ctx, writes)
+    guarded: list = []
+    yield from _effect_writes(ctx, inside_block, writes, guarded)
+    _fit_writes(ctx, writes)
+    yield from _barriers(ctx, writes, inside_block + guarded)
     yield from _load_models(ctx)
 
 
@@ -290,21 +295,24 @@ def _reads(ctx: RuleContext):
                 yield call
 
 
-def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
+def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Finding]:
     if not writes:
         return
     tf = ctx.env.tf_alias()
     zero = f"{tf}.constant(0)" if tf else "0"
     done = set()
-    for call in sorted(_reads(ctx), key=lambda c: c.node.start_pos):
+    reads = {id(c.node): c for c in (*_reads(ctx), *_effect_reads(ctx))}
+    for call in sorted(reads.values(), key=lambda c: c.node.start_pos):
         path = path_arg(ctx, call)
-        text = _norm(ctx.source.code(path)) if path is not None else ""
+        texts = _texts(ctx, path) if path is not None else set()
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
-                 (text and w[0] and (text == w[0] or text in w[0]) or not w[0] and call.method == "restore")]
+                 (any(path_matches(t, w[0]) for t in texts) or not w[0] and call.method == "restore")]
         if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
+        if any(N.inside(call.node, b) for b in guarded):
+            continue      # read on rank 0 only, after its own write
         if _called_on_rank0_only(ctx, scope):
             continue      # a collective that only rank 0 reaches would wait forever
         prev = stmt.get_previous_sibling()
@@ -317,9 +325,11 @@ def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
             prev = stmt.get_previous_sibling()
             if prev is not None and is_barrier(prev):
                 continue
-        if any(is_barrier(s) for s in _between(stmt, match[-1][2])):
-            continue
+        last = max(match, key=lambda w: w[2].start_pos)[2]
+        if any(is_barrier(s) or id(s) in done for s in _between(stmt, last)):
+            continue      # a barrier (in the program, or one inserted above) already waits
         done.add(id(N.statement_of(call.node)))
+        done.add(id(stmt))
         edit = ctx.insert_before_stmt(stmt, f'{ctx.hvd}.allreduce({zero}, name="barrier")')
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
@@ -389,3 +399,205 @@ def _fit_model(ctx: RuleContext):
         if site.kind == FIT and call is not None and call.receiver_dotted():
             return call.receiver_dotted(), call.node
     return None
+
+
+# -- writes recognised by what they do (contract point 7) -----------------------------------
+FOLDER_CALLS = ("os.mkdir", "os.makedirs")
+
+
+def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) -> Iterator[Finding]:
+    """Writes the lists above miss, found by their effect (`analysis.effects`): ``PIL``
+    ``img.save(path)``, ``imageio`` writers, ``plot_model``, ``shutil``/``os`` moves and
+    removals, writes in the program's own functions. A statement is guarded on rank 0; a
+    ``with <writer> as w:`` block that only writes moves under one guard (its statements
+    appended to `guarded`); ``os.mkdir``/``os.makedirs`` become ``os.makedirs(...,
+    exist_ok=True)`` on every rank (a folder other ranks may write into or read from must
+    exist everywhere). A write left on every rank is a note for the report (point 7 not done)."""
+    fx = ctx.facts.effects
+    seen = set()
+    for call, _owner in ctx.env.index.calls:
+        if fx.kind(call) != WRITE_EFFECT or id(call.node) in seen:
+            continue
+        seen.add(id(call.node))
+        if classify(ctx, call) is not None or open_for_writing(call) or \
+                ctx.env.callee_qualname(call) in WRITER_QUALNAMES:
+            continue           # the list's rules above handle it
+        if any(N.inside(call.node, b) for b in blocks) or _in_writing_callback(ctx, call):
+            continue           # a guarded block, or a callback HVD050 adds on rank 0 only
+        path = path_of(call)
+        if path is not None and (mentions_hvd(path, ctx) or ctx.facts.rank_dependent(path)):
+            continue           # a per-rank path: every rank writes its own
+        if under_rank0_guard(call.node, ctx) or ctx.blocked("HVD032", call.node):
+            continue
+        name = call.callee_dotted() or call.method or "write"
+        q = fx.qualname(call)
+        if q in FOLDER_CALLS:
+            edits = _exist_ok(ctx, call, q)
+            if edits is not None:
+                if edits:
+                    yield finding(ctx, "HVD032", call.node, f"`{name}` fails on every rank but the first",
+                                  Fix("Create the folder on every rank, existing or not", edits))
+                continue
+        if path is not None:
+            _note_path(ctx, call, path, writes)
+        with_stmt = _writer_block(call)
+        if with_stmt is not None and not _trains(ctx, with_stmt) and not under_rank0_guard(with_stmt, ctx):
+            guarded.append(with_stmt)
+            yield finding(ctx, "HVD032", call.node, f"every rank writes with `{name}`",
+                          Fix(RULES["HVD032"][1], guard_block(ctx, with_stmt)))
+            continue
+        stmt = statement(call)
+        edit = ctx.guard_rank0(stmt) if stmt is call.node else None
+        if edit is None:
+            _note(ctx, call, f"`{name}` writes a file on every rank (not a statement of its own: guard it by hand)")
+            continue
+        yield finding(ctx, "HVD032", call.node, f"`{name}` writes a file on every rank",
+                      Fix(RULES["HVD032"][1], [edit]))
+
+
+WRITE_EFFECT = "write"
+
+
+def _exist_ok(ctx: RuleContext, call: N.Call, q: str) -> list[Edit] | None:
+    """``os.makedirs(p)`` -> ``os.makedirs(p, exist_ok=True)``; ``os.mkdir(p)`` ->
+    ``os.makedirs(p, exist_ok=True)``. [] when nothing is needed (``exist_ok`` given, or in
+    a ``try`` that handles the error), None when the call cannot take it (a bare ``mkdir``)."""
+    if call.keyword("exist_ok") is not None or call.has_star() or N.enclosing(call.node, {"try_stmt"}) is not None:
+        return []
+    if call.keyword("dir_fd") is not None:
+        return None
+    edits: list[Edit] = []
+    if q == "os.mkdir":
+        trailer = call.callee_parts[-1] if len(call.callee_parts) > 1 else None
+        leaf = trailer.children[1] if trailer is not None and trailer.type == "trailer" else None
+        if leaf is None or leaf.value != "mkdir":
+            return None
+        start, end = ctx.source.span(leaf)
+        edits.append(Edit(start, end, "makedirs"))
+    return edits + ctx.add_keyword(call, "exist_ok=True")
+
+
+def _writer_block(call: N.Call):
+    """The ``with`` statement whose only item is `call` (``with imageio.get_writer(p) as w:``)."""
+    item = call.node.parent
+    if item is not None and item.type == "with_item":
+        item = item.parent
+    if item is not None and item.type == "with_stmt" and \
+            len([c for c in item.children if c.type == "with_item"]) <= 1:
+        return item
+    return None
+
+
+def _in_writing_callback(ctx: RuleContext, call: N.Call) -> bool:
+    cls = N.enclosing(call.node, {"classdef"})
+    return cls is not None and ctx.facts.effects.writing_callback(cls.name.value)
+
+
+def _note(ctx: RuleContext, call: N.Call, text: str) -> None:
+    notes = ctx.__dict__.setdefault("notes", [])
+    line = ctx.source.position(ctx.source.span(call.node)[0])[0] + 1
+    if (7, line, text) not in notes:
+        notes.append((7, line, text))
+
+
+def _note_path(ctx: RuleContext, call: N.Call, path, writes: list) -> None:
+    """A rank-0 write of `path`, also at each call of the function holding it (a read after
+    ``save_images(epoch)`` waits for what it wrote)."""
+    text = _norm(ctx.source.code(path))
+    fn = N.func_scope_of(call.node)
+    writes.append((text, fn, call.node))
+    if fn is not None and fn.type == "funcdef":
+        for caller in ctx.env.callers(fn):
+            writes.append((text, N.func_scope_of(caller.node), caller.node))
+
+
+def _fit_writes(ctx: RuleContext, writes: list) -> None:
+    """Files written during ``fit`` by a callback that runs on rank 0 only (a ModelCheckpoint
+    or CSVLogger, or the program's own callback that writes): a read after the fit waits."""
+    from ..analysis.loop import FIT
+
+    facts, fx = ctx.facts, ctx.facts.effects
+    for site in ctx.summary.sites:
+        call = N.as_call(site.node)
+        if site.kind != FIT or call is None:
+            continue
+        arg = call.keyword("callbacks")
+        if arg is None:
+            continue
+        for entry in facts.callback_list(arg.value, call.node).entries:
+            if entry.kind != "writing" or entry.rank_specific:
+                continue
+            for cb in _callback_calls(ctx, entry.node):
+                if fx.writing_callback(cb.callee_dotted()):
+                    for fn in fx.env.methods(cb.callee_dotted()).values():
+                        for inner in N.calls_in(fn):
+                            p = path_of(inner) if fx.kind(inner) == WRITE_EFFECT else None
+                            if p is not None:
+                                writes.append((_norm(ctx.source.code(p)), N.func_scope_of(call.node), call.node))
+                    continue
+                p = path_of(cb)
+                if p is None:
+                    continue
+                for text in _texts(ctx, p):
+                    writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def _callback_calls(ctx: RuleContext, node) -> list:
+    """The constructor calls a callback expression (or the name holding it) comes from."""
+    call = N.as_call(node)
+    if call is not None:
+        return [call]
+    name = N.dotted(node)
+    if not name:
+        return []
+    out = []
+    for _s, value, op in ctx.facts.assignments(name, node):
+        c = N.as_call(value) if value is not None and not op else None
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _texts(ctx: RuleContext, expr) -> set:
+    """The texts a path expression may be matched by: its own, and a name's assigned values."""
+    out = {_norm(ctx.source.code(expr))}
+    name = N.dotted(expr)
+    if name and "." not in name:
+        for _s, value, op in ctx.facts.assignments(name, expr):
+            if value is not None and not op:
+                out.add(_norm(ctx.source.code(value)))
+    return out
+
+
+def _head(text: str) -> str:
+    """The literal start of a path text: ``f"img_{e}.png"`` -> ``img_``, ``a*.png`` -> ``a``
+    (a plain literal's text comes without its quotes), a name -> ``""``."""
+    m = re.match(r"""^[rRbBuUfF]{0,2}["']""", text)
+    if m:
+        text = text[m.end():]
+    elif not re.match(r"^[\w./-]*[*?\[]", text):
+        return ""
+    return re.match(r"""^[^"'{*?\[]*""", text).group(0)
+
+
+def path_matches(read: str, write: str) -> bool:
+    """A read's path text names what a write's path text wrote: the same text, one inside the
+    other (``checkpoint_dir`` in ``os.path.join(checkpoint_dir, "cp.ckpt")``), or a glob
+    pattern whose literal start the written name starts with."""
+    if not read or not write:
+        return False
+    if read == write or read in write:
+        return True
+    if any(c in read for c in "*?["):
+        head = _head(read)
+        return len(head) >= 2 and _head(write if write[:1] in "'\"rRbBuUfF" else f'"{write}"').startswith(head)
+    return False
+
+
+def _effect_reads(ctx: RuleContext):
+    """Reads `_reads` does not know by name: glob patterns, image readers, ``os.listdir``."""
+    fx = ctx.facts.effects
+    for name in ("glob", "iglob", "imread", "mimread", "listdir", "load_img", "get_reader"):
+        for call in ctx.calls(name):
+            if fx.kind(call) == "read":
+                yield call
