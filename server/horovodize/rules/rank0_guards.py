@@ -489,8 +489,54 @@ def _writer_block(call: N.Call):
 
 
 def _in_writing_callback(ctx: RuleContext, call: N.Call) -> bool:
+    """In a method of the program's own writing callback that every ``fit`` using it gets on
+    rank 0 only (HVD050 places it so, or the program already does): its writes need no
+    guard of their own. A class built anywhere else keeps the guards inside."""
     cls = N.enclosing(call.node, {"classdef"})
-    return cls is not None and ctx.facts.effects.writing_callback(cls.name.value)
+    if cls is None or not ctx.facts.effects.writing_callback(cls.name.value):
+        return False
+    placed = ctx.__dict__.get("_rank0_callbacks")
+    if placed is None:
+        placed = ctx.__dict__["_rank0_callbacks"] = _rank0_callback_classes(ctx)
+    return cls.name.value in placed
+
+
+def _rank0_callback_classes(ctx: RuleContext) -> set:
+    """Local callback classes built only as entries of fully understood ``fit`` callback lists."""
+    from ..analysis.loop import FIT
+
+    in_lists: set = set()
+    for site in ctx.summary.sites:
+        call = N.as_call(site.node)
+        arg = call.keyword("callbacks") if site.kind == FIT and call is not None else None
+        if arg is None:
+            continue
+        cbs = ctx.facts.callback_list(arg.value, call.node)
+        for entry in cbs.entries:
+            if entry.kind == "writing" and cbs.complete:
+                for cb in _callback_calls(ctx, entry.node):
+                    in_lists.add(id(cb.node))
+    out = set()
+    for name in ctx.env.all_classes:
+        built = [c for c in ctx.calls(name) if c.callee_dotted() == name]
+        called = any(c.callee_dotted() != name and not (c.callee_dotted() or "").startswith("super")
+                     for fn in ctx.env.methods(name).values() for c in ctx.env.callers(fn))
+        if built and all(id(c.node) in in_lists or _rank0_only(ctx, c.node) for c in built) and not called:
+            out.add(name)
+    return out
+
+
+def _rank0_only(ctx: RuleContext, node) -> bool:
+    """Built on rank 0 only: under a rank guard, or in ``[cb] if hvd.rank() == 0 else []``."""
+    if under_rank0_guard(node, ctx):
+        return True
+    cur = node
+    while cur.parent is not None and not N.is_statement(cur):
+        parent = cur.parent
+        if parent.type == "test" and parent.children[0] is cur and ctx.facts.is_rank_test(parent.children[2]):
+            return True
+        cur = parent
+    return False
 
 
 def _note(ctx: RuleContext, call: N.Call, text: str) -> None:
