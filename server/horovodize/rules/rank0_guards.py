@@ -142,8 +142,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
         if code != "HVD030":
             _note_write(ctx, call, writes)
-        if any(N.inside(stmt, b) for b in inside_block):
-            continue
+        if any(N.inside(stmt, b) for b in inside_block) or _in_writing_callback(ctx, call):
+            continue          # (a callback that runs on rank 0 only needs no guard inside)
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
         edit = ctx.guard_rank0(stmt)
@@ -154,7 +154,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
     for stmt, call in blocks:
         _note_write(ctx, call, writes)
-        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node):
+        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or _in_writing_callback(ctx, call):
             continue
         yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
