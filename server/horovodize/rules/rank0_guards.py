@@ -163,6 +163,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     guarded: list = []
     yield from _effect_writes(ctx, inside_block, writes, guarded)
     _fit_writes(ctx, writes)
+    _lift_writes(ctx, writes)
     yield from _barriers(ctx, writes, inside_block + guarded)
     yield from _load_models(ctx)
 
@@ -304,11 +305,12 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
     reads = {id(c.node): c for c in (*_reads(ctx), *_effect_reads(ctx))}
     for call in sorted(reads.values(), key=lambda c: c.node.start_pos):
         path = path_arg(ctx, call)
-        texts = _texts(ctx, path) if path is not None else set()
+        text = _norm(ctx.source.code(path)) if path is not None else ""
+        texts = _reached(ctx, path) if path is not None else set()
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
-                 (any(path_matches(t, w[0]) for t in texts) or not w[0] and call.method == "restore")]
+                 (path_matches(text, w[0]) or w[0] in texts or not w[0] and call.method == "restore")]
         if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):
@@ -547,14 +549,32 @@ def _note(ctx: RuleContext, call: N.Call, text: str) -> None:
 
 
 def _note_path(ctx: RuleContext, call: N.Call, path, writes: list) -> None:
-    """A rank-0 write of `path`, also at each call of the function holding it (a read after
-    ``save_images(epoch)`` waits for what it wrote)."""
-    text = _norm(ctx.source.code(path))
-    fn = N.func_scope_of(call.node)
-    writes.append((text, fn, call.node))
-    if fn is not None and fn.type == "funcdef":
-        for caller in ctx.env.callers(fn):
-            writes.append((text, N.func_scope_of(caller.node), caller.node))
+    """A rank-0 write of `path` (its text, and a name's values)."""
+    for text in _texts(ctx, path):
+        writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def _lift_writes(ctx: RuleContext, writes: list, levels: int = 2) -> None:
+    """A write inside a function is also a write at each call of it (a read after
+    ``train(dataset, EPOCHS)`` or ``save_images(epoch)`` waits for what they wrote); and a
+    write of a name is also a write of the values assigned to it (``checkpoint_prefix =
+    os.path.join(checkpoint_dir, "ckpt")``: a later ``latest_checkpoint(checkpoint_dir)``)."""
+    for text, scope, node in list(writes):
+        name = text if text.isidentifier() else None
+        if name:
+            for _s, value, op in ctx.facts.assignments(name, node):
+                if value is not None and not op:
+                    writes.append((_norm(ctx.source.code(value)), scope, node))
+    frontier = list(writes)
+    for _ in range(levels):
+        lifted = []
+        for text, scope, node in frontier:
+            if scope is None or scope.type != "funcdef":
+                continue
+            for caller in ctx.env.callers(scope):
+                lifted.append((text, N.func_scope_of(caller.node), caller.node))
+        writes += lifted
+        frontier = lifted
 
 
 def _fit_writes(ctx: RuleContext, writes: list) -> None:
@@ -612,6 +632,31 @@ def _texts(ctx: RuleContext, expr) -> set:
         for _s, value, op in ctx.facts.assignments(name, expr):
             if value is not None and not op:
                 out.add(_norm(ctx.source.code(value)))
+    return out
+
+
+def _reached(ctx: RuleContext, expr, depth: int = 3) -> set:
+    """The names a read's path is computed from and their values' texts, a few assignments
+    deep: ``load_weights(latest)`` with ``latest = newest(checkpoint_dir)`` and
+    ``checkpoint_dir = os.path.dirname(checkpoint_path)`` reaches ``checkpoint_path``, the
+    path a ModelCheckpoint writes. (Matched by equality: a name is not a substring match.)"""
+    out: set = set()
+    todo = [(expr, 0)]
+    while todo:
+        node, d = todo.pop()
+        for leaf in N.walk(node):
+            if leaf.type != "name" or leaf.value in out:
+                continue
+            prev = leaf.get_previous_leaf()
+            if prev is not None and prev.type == "operator" and prev.value == ".":
+                continue          # an attribute, not a name
+            out.add(leaf.value)
+            if d >= depth:
+                continue
+            for _s, value, op in ctx.facts.assignments(leaf.value, leaf):
+                if value is not None and not op:
+                    out.add(_norm(ctx.source.code(value)))
+                    todo.append((value, d + 1))
     return out
 
 
