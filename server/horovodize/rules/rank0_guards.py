@@ -11,7 +11,12 @@ insertion, nothing re-indented. A ``with open(..., "w")`` block gets an ``if`` a
 one more indentation step on each of its lines. A summary writer becomes a no-op writer on
 the other ranks, so ``with writer.as_default():`` still runs everywhere.
 
-Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects).
+Writes the lists miss are found by their effect (``facts.effects``: images, ``imageio``,
+``plot_model``, ``shutil``, ``os.mkdir``/``makedirs`` -> ``exist_ok=True``), and reads wait
+also for what a rank-0 callback wrote during ``fit`` and for writes in called functions.
+
+Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects),
+hvd_facts (callback lists, assignments), effects (what a call does).
 """
 
 from __future__ import annotations
