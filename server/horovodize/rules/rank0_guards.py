@@ -22,13 +22,27 @@ hvd_facts (callback lists, assignments), effects (what a call does).
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .written import (
+    FOLDER_CALLS,
+    WRITE_EFFECT,
+    effect_reads,
+    exist_ok,
+    fit_writes,
+    in_writing_callback,
+    lift_writes,
+    note,
+    note_path,
+    path_matches,
+    reached,
+    writer_block,
+)
+from .written import norm_path as _norm
 
 RULES = {
     "HVD030": ("rank0-print", "Print on rank 0 only"),
@@ -147,7 +161,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
         if code != "HVD030":
             _note_write(ctx, call, writes)
-        if any(N.inside(stmt, b) for b in inside_block) or _in_writing_callback(ctx, call):
+        if any(N.inside(stmt, b) for b in inside_block) or in_writing_callback(ctx, call):
             continue          # (a callback that runs on rank 0 only needs no guard inside)
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
@@ -159,7 +173,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
     for stmt, call in blocks:
         _note_write(ctx, call, writes)
-        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or _in_writing_callback(ctx, call):
+        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or in_writing_callback(ctx, call):
             continue
         yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
@@ -167,8 +181,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _summary_writers(ctx)
     guarded: list = []
     yield from _effect_writes(ctx, inside_block, writes, guarded)
-    _fit_writes(ctx, writes)
-    _lift_writes(ctx, writes)
+    fit_writes(ctx, writes)
+    lift_writes(ctx, writes)
     yield from _barriers(ctx, writes, inside_block + guarded)
     yield from _load_models(ctx)
 
@@ -277,13 +291,6 @@ def _summary_writers(ctx: RuleContext) -> Iterator[Finding]:
                       Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", [edit]))
 
 
-def _norm(text: str) -> str:
-    """A path's text for matching: a plain string literal without its quotes."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.count(text[0]) == 2:
-        return text[1:-1]
-    return text
-
-
 def is_barrier(stmt) -> bool:
     code = stmt.get_code(include_prefix=False)
     return "allreduce" in code and "barrier" in code or ".join()" in code
@@ -307,11 +314,11 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
     tf = ctx.env.tf_alias()
     zero = f"{tf}.constant(0)" if tf else "0"
     done = set()
-    reads = {id(c.node): c for c in (*_reads(ctx), *_effect_reads(ctx))}
+    reads = {id(c.node): c for c in (*_reads(ctx), *effect_reads(ctx))}
     for call in sorted(reads.values(), key=lambda c: c.node.start_pos):
         path = path_arg(ctx, call)
         text = _norm(ctx.source.code(path)) if path is not None else ""
-        texts = _reached(ctx, path) if path is not None else set()
+        texts = reached(ctx, path) if path is not None else set()
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
@@ -409,9 +416,6 @@ def _fit_model(ctx: RuleContext):
 
 
 # -- writes recognised by what they do (contract point 7) -----------------------------------
-FOLDER_CALLS = ("os.mkdir", "os.makedirs")
-
-
 def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) -> Iterator[Finding]:
     """Writes the lists above miss, found by their effect (`analysis.effects`): ``PIL``
     ``img.save(path)``, ``imageio`` writers, ``plot_model``, ``shutil``/``os`` moves and
@@ -429,7 +433,7 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
         if classify(ctx, call) is not None or open_for_writing(call) or \
                 ctx.env.callee_qualname(call) in WRITER_QUALNAMES:
             continue           # the list's rules above handle it
-        if any(N.inside(call.node, b) for b in blocks) or _in_writing_callback(ctx, call):
+        if any(N.inside(call.node, b) for b in blocks) or in_writing_callback(ctx, call):
             continue           # a guarded block, or a callback HVD050 adds on rank 0 only
         path = path_of(call)
         if path is not None and (mentions_hvd(path, ctx) or ctx.facts.rank_dependent(path)):
@@ -439,15 +443,15 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
         name = call.callee_dotted() or call.method or "write"
         q = fx.qualname(call)
         if q in FOLDER_CALLS:
-            edits = _exist_ok(ctx, call, q)
+            edits = exist_ok(ctx, call, q)
             if edits is not None:
                 if edits:
                     yield finding(ctx, "HVD032", call.node, f"`{name}` fails on every rank but the first",
                                   Fix("Create the folder on every rank, existing or not", edits))
                 continue
         if path is not None:
-            _note_path(ctx, call, path, writes)
-        with_stmt = _writer_block(call)
+            note_path(ctx, call, path, writes)
+        with_stmt = writer_block(call)
         if with_stmt is not None and not _trains(ctx, with_stmt) and not under_rank0_guard(with_stmt, ctx):
             guarded.append(with_stmt)
             yield finding(ctx, "HVD032", call.node, f"every rank writes with `{name}`",
@@ -456,244 +460,7 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
         stmt = statement(call)
         edit = ctx.guard_rank0(stmt) if stmt is call.node else None
         if edit is None:
-            _note(ctx, call, f"`{name}` writes a file on every rank (not a statement of its own: guard it by hand)")
+            note(ctx, call, f"`{name}` writes a file on every rank (not a statement of its own: guard it by hand)")
             continue
         yield finding(ctx, "HVD032", call.node, f"`{name}` writes a file on every rank",
                       Fix(RULES["HVD032"][1], [edit]))
-
-
-WRITE_EFFECT = "write"
-
-
-def _exist_ok(ctx: RuleContext, call: N.Call, q: str) -> list[Edit] | None:
-    """``os.makedirs(p)`` -> ``os.makedirs(p, exist_ok=True)``; ``os.mkdir(p)`` ->
-    ``os.makedirs(p, exist_ok=True)``. [] when nothing is needed (``exist_ok`` given, or in
-    a ``try`` that handles the error), None when the call cannot take it (a bare ``mkdir``)."""
-    if call.keyword("exist_ok") is not None or call.has_star() or N.enclosing(call.node, {"try_stmt"}) is not None:
-        return []
-    if call.keyword("dir_fd") is not None:
-        return None
-    edits: list[Edit] = []
-    if q == "os.mkdir":
-        trailer = call.callee_parts[-1] if len(call.callee_parts) > 1 else None
-        leaf = trailer.children[1] if trailer is not None and trailer.type == "trailer" else None
-        if leaf is None or leaf.value != "mkdir":
-            return None
-        start, end = ctx.source.span(leaf)
-        edits.append(Edit(start, end, "makedirs"))
-    return edits + ctx.add_keyword(call, "exist_ok=True")
-
-
-def _writer_block(call: N.Call):
-    """The ``with`` statement whose only item is `call` (``with imageio.get_writer(p) as w:``)."""
-    item = call.node.parent
-    if item is not None and item.type == "with_item":
-        item = item.parent
-    if item is not None and item.type == "with_stmt" and \
-            len([c for c in item.children if c.type == "with_item"]) <= 1:
-        return item
-    return None
-
-
-def _in_writing_callback(ctx: RuleContext, call: N.Call) -> bool:
-    """In a method of the program's own writing callback that every ``fit`` using it gets on
-    rank 0 only (HVD050 places it so, or the program already does): its writes need no
-    guard of their own. A class built anywhere else keeps the guards inside."""
-    cls = N.enclosing(call.node, {"classdef"})
-    if cls is None or not ctx.facts.effects.writing_callback(cls.name.value):
-        return False
-    placed = ctx.__dict__.get("_rank0_callbacks")
-    if placed is None:
-        placed = ctx.__dict__["_rank0_callbacks"] = _rank0_callback_classes(ctx)
-    return cls.name.value in placed
-
-
-def _rank0_callback_classes(ctx: RuleContext) -> set:
-    """Local callback classes built only as entries of fully understood ``fit`` callback lists."""
-    from ..analysis.loop import FIT
-
-    in_lists: set = set()
-    for site in ctx.summary.sites:
-        call = N.as_call(site.node)
-        arg = call.keyword("callbacks") if site.kind == FIT and call is not None else None
-        if arg is None:
-            continue
-        cbs = ctx.facts.callback_list(arg.value, call.node)
-        for entry in cbs.entries:
-            if entry.kind == "writing" and cbs.complete:
-                for cb in _callback_calls(ctx, entry.node):
-                    in_lists.add(id(cb.node))
-    out = set()
-    for name in ctx.env.all_classes:
-        built = [c for c in ctx.calls(name) if c.callee_dotted() == name]
-        called = any(c.callee_dotted() != name and not (c.callee_dotted() or "").startswith("super")
-                     for fn in ctx.env.methods(name).values() for c in ctx.env.callers(fn))
-        if built and all(id(c.node) in in_lists or _rank0_only(ctx, c.node) for c in built) and not called:
-            out.add(name)
-    return out
-
-
-def _rank0_only(ctx: RuleContext, node) -> bool:
-    """Built on rank 0 only: under a rank guard, or in ``[cb] if hvd.rank() == 0 else []``."""
-    if under_rank0_guard(node, ctx):
-        return True
-    cur = node
-    while cur.parent is not None and not N.is_statement(cur):
-        parent = cur.parent
-        if parent.type == "test" and parent.children[0] is cur and ctx.facts.is_rank_test(parent.children[2]):
-            return True
-        cur = parent
-    return False
-
-
-def _note(ctx: RuleContext, call: N.Call, text: str) -> None:
-    notes = ctx.__dict__.setdefault("notes", [])
-    line = ctx.source.position(ctx.source.span(call.node)[0])[0] + 1
-    if (7, line, text) not in notes:
-        notes.append((7, line, text))
-
-
-def _note_path(ctx: RuleContext, call: N.Call, path, writes: list) -> None:
-    """A rank-0 write of `path` (its text, and a name's values)."""
-    for text in _texts(ctx, path):
-        writes.append((text, N.func_scope_of(call.node), call.node))
-
-
-def _lift_writes(ctx: RuleContext, writes: list, levels: int = 2) -> None:
-    """A write inside a function is also a write at each call of it (a read after
-    ``train(dataset, EPOCHS)`` or ``save_images(epoch)`` waits for what they wrote); and a
-    write of a name is also a write of the values assigned to it (``checkpoint_prefix =
-    os.path.join(checkpoint_dir, "ckpt")``: a later ``latest_checkpoint(checkpoint_dir)``)."""
-    for text, scope, node in list(writes):
-        name = text if text.isidentifier() else None
-        if name:
-            for _s, value, op in ctx.facts.assignments(name, node):
-                if value is not None and not op:
-                    writes.append((_norm(ctx.source.code(value)), scope, node))
-    frontier = list(writes)
-    for _ in range(levels):
-        lifted = []
-        for text, scope, node in frontier:
-            if scope is None or scope.type != "funcdef":
-                continue
-            for caller in ctx.env.callers(scope):
-                lifted.append((text, N.func_scope_of(caller.node), caller.node))
-        writes += lifted
-        frontier = lifted
-
-
-def _fit_writes(ctx: RuleContext, writes: list) -> None:
-    """Files written during ``fit`` by a callback that runs on rank 0 only (a ModelCheckpoint
-    or CSVLogger, or the program's own callback that writes): a read after the fit waits."""
-    from ..analysis.loop import FIT
-
-    facts, fx = ctx.facts, ctx.facts.effects
-    for site in ctx.summary.sites:
-        call = N.as_call(site.node)
-        if site.kind != FIT or call is None:
-            continue
-        arg = call.keyword("callbacks")
-        if arg is None:
-            continue
-        for entry in facts.callback_list(arg.value, call.node).entries:
-            if entry.kind != "writing" or entry.rank_specific:
-                continue
-            for cb in _callback_calls(ctx, entry.node):
-                if fx.writing_callback(cb.callee_dotted()):
-                    for fn in fx.env.methods(cb.callee_dotted()).values():
-                        for inner in N.calls_in(fn):
-                            p = path_of(inner) if fx.kind(inner) == WRITE_EFFECT else None
-                            if p is not None:
-                                writes.append((_norm(ctx.source.code(p)), N.func_scope_of(call.node), call.node))
-                    continue
-                p = path_of(cb)
-                if p is None:
-                    continue
-                for text in _texts(ctx, p):
-                    writes.append((text, N.func_scope_of(call.node), call.node))
-
-
-def _callback_calls(ctx: RuleContext, node) -> list:
-    """The constructor calls a callback expression (or the name holding it) comes from."""
-    call = N.as_call(node)
-    if call is not None:
-        return [call]
-    name = N.dotted(node)
-    if not name:
-        return []
-    out = []
-    for _s, value, op in ctx.facts.assignments(name, node):
-        c = N.as_call(value) if value is not None and not op else None
-        if c is not None:
-            out.append(c)
-    return out
-
-
-def _texts(ctx: RuleContext, expr) -> set:
-    """The texts a path expression may be matched by: its own, and a name's assigned values."""
-    out = {_norm(ctx.source.code(expr))}
-    name = N.dotted(expr)
-    if name and "." not in name:
-        for _s, value, op in ctx.facts.assignments(name, expr):
-            if value is not None and not op:
-                out.add(_norm(ctx.source.code(value)))
-    return out
-
-
-def _reached(ctx: RuleContext, expr, depth: int = 3) -> set:
-    """The names a read's path is computed from and their values' texts, a few assignments
-    deep: ``load_weights(latest)`` with ``latest = newest(checkpoint_dir)`` and
-    ``checkpoint_dir = os.path.dirname(checkpoint_path)`` reaches ``checkpoint_path``, the
-    path a ModelCheckpoint writes. (Matched by equality: a name is not a substring match.)"""
-    out: set = set()
-    todo = [(expr, 0)]
-    while todo:
-        node, d = todo.pop()
-        for leaf in N.walk(node):
-            if leaf.type != "name" or leaf.value in out:
-                continue
-            prev = leaf.get_previous_leaf()
-            if prev is not None and prev.type == "operator" and prev.value == ".":
-                continue          # an attribute, not a name
-            out.add(leaf.value)
-            if d >= depth:
-                continue
-            for _s, value, op in ctx.facts.assignments(leaf.value, leaf):
-                if value is not None and not op:
-                    out.add(_norm(ctx.source.code(value)))
-                    todo.append((value, d + 1))
-    return out
-
-
-def _head(text: str) -> str:
-    """The literal start of a path text: ``f"img_{e}.png"`` -> ``img_``, ``a*.png`` -> ``a``
-    (a plain literal's text comes without its quotes), a name -> ``""``."""
-    m = re.match(r"""^[rRbBuUfF]{0,2}["']""", text)
-    if m:
-        text = text[m.end():]
-    elif not re.match(r"^[\w./-]*[*?\[]", text):
-        return ""
-    return re.match(r"""^[^"'{*?\[]*""", text).group(0)
-
-
-def path_matches(read: str, write: str) -> bool:
-    """A read's path text names what a write's path text wrote: the same text, one inside the
-    other (``checkpoint_dir`` in ``os.path.join(checkpoint_dir, "cp.ckpt")``), or a glob
-    pattern whose literal start the written name starts with."""
-    if not read or not write:
-        return False
-    if read == write or read in write:
-        return True
-    if any(c in read for c in "*?["):
-        head = _head(read)
-        return len(head) >= 2 and _head(write if write[:1] in "'\"rRbBuUfF" else f'"{write}"').startswith(head)
-    return False
-
-
-def _effect_reads(ctx: RuleContext):
-    """Reads `_reads` does not know by name: glob patterns, image readers, ``os.listdir``."""
-    fx = ctx.facts.effects
-    for name in ("glob", "iglob", "imread", "mimread", "listdir", "load_img", "get_reader"):
-        for call in ctx.calls(name):
-            if fx.kind(call) == "read":
-                yield call
