@@ -31,6 +31,7 @@ from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_
 from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
+    called_reads,
     effect_reads,
     exist_ok,
     fit_writes,
@@ -314,15 +315,16 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
     tf = ctx.env.tf_alias()
     zero = f"{tf}.constant(0)" if tf else "0"
     done = set()
-    reads = {id(c.node): c for c in (*_reads(ctx), *effect_reads(ctx))}
-    for call in sorted(reads.values(), key=lambda c: c.node.start_pos):
-        path = path_arg(ctx, call)
-        text = _norm(ctx.source.code(path)) if path is not None else ""
-        texts = reached(ctx, path) if path is not None else set()
+    reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
+    for call, paths in called_reads(ctx):
+        reads.setdefault(id(call.node), (call, paths))
+    for call, paths in sorted(reads.values(), key=lambda r: r[0].node.start_pos):
+        found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
-                 (path_matches(text, w[0]) or w[0] in texts or not w[0] and call.method == "restore")]
+                 (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
+                  or not w[0] and call.method == "restore")]
         if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):

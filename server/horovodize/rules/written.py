@@ -251,10 +251,33 @@ def path_matches(read: str, write: str) -> bool:
         return False
     if read == write or read in write:
         return True
+    quoted = write if write[:1] in "'\"rRbBuUfF" else f'"{write}"'
     if any(c in read for c in "*?["):
         head = _head(read)
-        return len(head) >= 2 and _head(write if write[:1] in "'\"rRbBuUfF" else f'"{write}"').startswith(head)
+        return len(head) >= 2 and _head(quoted).startswith(head)
+    if "{" in read and "{" in write:
+        # one name template filled in two places (`'image_at_epoch_{:04d}.png'.format(epoch)`
+        # written in the loop, `.format(epoch_no)` read after it)
+        head = _head(read)
+        return len(head) >= 5 and head == _head(quoted)
     return False
+
+
+def called_reads(ctx: RuleContext):
+    """(call, path expressions) of calls of the program's own functions that read a path
+    (``display_image(epoch)`` whose body opens the image a loop saved)."""
+    fx = ctx.facts.effects
+    env = ctx.env
+    for call, _owner in env.index.calls:
+        if fx.kind(call) is not None or not env.may_call_local(call):
+            continue
+        target = env.call_target(call)
+        if target is None or target.type != "funcdef" or "read" not in fx.of_function(target):
+            continue
+        paths = [path_of(inner) for inner in N.calls_in(target) if fx.kind(inner) == "read"]
+        paths = [p for p in paths if p is not None]
+        if paths:
+            yield call, paths
 
 
 def effect_reads(ctx: RuleContext):
