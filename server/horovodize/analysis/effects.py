@@ -138,7 +138,9 @@ class Effects:
         q = self.qualname(call)
         if dotted in ("open", "io.open") or q in ("io.open", "tensorflow.io.gfile.GFile"):
             mode = open_mode(call)
-            return WRITE if mode is None or any(c in mode for c in "wax+") else READ
+            if mode is None:
+                return None      # a mode in a variable: reading or writing, it cannot tell
+            return WRITE if any(c in mode for c in "wax+") else READ
         if dotted == "print" and "print" not in env.functions:
             return PRINT
         if dotted in ("display", "clear_output") and dotted not in env.functions:

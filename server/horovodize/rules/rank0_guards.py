@@ -43,6 +43,7 @@ from .written import (
     reached,
     writer_block,
 )
+from .tf1_session import _is_saver
 from .written import norm_path as _norm
 
 RULES = {
@@ -444,7 +445,9 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
             continue
         name = call.callee_dotted() or call.method or "write"
         q = fx.qualname(call)
-        if q in FOLDER_CALLS:
+        if ctx.env.tf1 and _is_saver(ctx, call):
+            continue           # a TF1 Saver: HVD074
+        if q in FOLDER_CALLS or (call.method == "mkdir" and not q):
             edits = exist_ok(ctx, call, q)
             if edits is not None:
                 if edits:

@@ -34,8 +34,9 @@ FOLDER_CALLS = ("os.mkdir", "os.makedirs")
 
 def exist_ok(ctx: RuleContext, call: N.Call, q: str) -> list[Edit] | None:
     """``os.makedirs(p)`` -> ``os.makedirs(p, exist_ok=True)``; ``os.mkdir(p)`` ->
-    ``os.makedirs(p, exist_ok=True)``. [] when nothing is needed (``exist_ok`` given, or in
-    a ``try`` that handles the error), None when the call cannot take it (a bare ``mkdir``)."""
+    ``os.makedirs(p, exist_ok=True)``; ``Path(p).mkdir()`` -> ``Path(p).mkdir(exist_ok=True)``.
+    [] when nothing is needed (``exist_ok`` given, or in a ``try`` that handles the error),
+    None when the call cannot take it (a bare ``mkdir``)."""
     if call.keyword("exist_ok") is not None or call.has_star() or N.enclosing(call.node, {"try_stmt"}) is not None:
         return []
     if call.keyword("dir_fd") is not None:
