@@ -165,3 +165,20 @@ def test_hints_left_in_a_hand_distributed_program_are_named(tmp_path):
     points = {p["point"]: p for p in report["points"]}
     assert points[4]["status"] == "not done" and "HVD010" in points[4]["reason"]
     assert points[7]["status"] == "not done" and "HVD030" in points[7]["reason"]
+
+
+def test_point7_is_not_done_while_a_write_stays_on_every_rank(tmp_path):
+    # a writer held in a variable cannot take a statement guard (the later `append_data`
+    # and `close` need it): the report names the line instead of claiming point 7 done
+    program = FIT.replace('model.save("m.keras")\n', 'writer = imageio.get_writer("train.gif")\nwriter.close()\n')
+    path = tmp_path / "gif.py"
+    path.write_text("import imageio\n" + program)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
+    assert point7["status"] == "not done", point7
+    assert "line 10: `imageio.get_writer` writes a file on every rank" in point7["reason"], point7
+    path.write_text("import imageio\n" + FIT.replace('model.save("m.keras")\n', 'imageio.mimsave("train.gif", [])\n'))
+    proc = run("convert", "--format", "json", str(path))
+    point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
+    assert point7["status"] == "done" and "HVD032" in {c["code"] for c in point7["changes"]}, point7

@@ -49,6 +49,9 @@ SPECS = [
     Spec("wd_take_peek.py"),                                          # take(1) peek left alone, take(20) divided
     Spec("wd_main_guard.py"),                                         # if __name__ == "__main__": main()
     Spec("wd_app_run.py"),                                            # absl app.run(main), loop inside main
+    # os.mkdir (exist_ok), a user Callback that writes, ModelCheckpoint then load_model (barrier)
+    Spec("wr_callback_checkpoint.py", rank0_files=["best_model.keras", "logs/epoch_0.txt", "logs/kernel_0.npy",
+                                                    "logs/latest.txt"]),
 ]
 
 

@@ -258,11 +258,16 @@ def test_barrier_before_reading_what_rank0_wrote():
     assert_rule(before, after, "HVD033")
 
 
-def test_save_on_an_unknown_object_is_not_a_model_write():
-    assert_no_rule("""
+def test_save_of_a_path_on_an_unknown_object_is_a_write():
+    # (contract point 7: writes by what they do; a tokenizer or a PIL image saves a file too)
+    assert_rule("""
         import tensorflow as tf
 
         tokenizer.save("tok.json")
+        """, """
+        import tensorflow as tf
+
+        if hvd.rank() == 0: tokenizer.save("tok.json")
         """, "HVD032")
 
 

@@ -17,6 +17,7 @@ from ..incremental import keep, runs
 from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.scopes import is_main_guard
+from .effects import Effects
 from .env import Env
 from .roles import canonical
 
@@ -97,6 +98,14 @@ class HvdFacts:
         self._assigns: dict[tuple, list] = {}   # (name, id(scope)) -> its assignments (`_assigns_in`)
         self._no_flow: dict = {}        # apis -> name keys from which no such call flows (`flows_from`)
         self._memo: dict = {}
+        self._effects: Effects | None = None
+
+    @property
+    def effects(self) -> Effects:
+        """What calls, local functions and local classes do (writes, reads, output...)."""
+        if self._effects is None:
+            self._effects = Effects(self.env)
+        return self._effects
 
     # -- imports -----------------------------------------------------------------------
     def _collect_imports(self) -> None:
@@ -480,9 +489,12 @@ class HvdFacts:
         if call is None:
             name = N.dotted(node)
             if name and depth < 3:
+                # a name assigned once, or several times with callbacks of one kind
+                # (`cp_callback = ModelCheckpoint(...)` twice in one script)
                 values = [v for _s, v, op in self.assignments(name, at or node) if not op and v is not None]
-                if len(values) == 1:
-                    return self.callback_kind(values[0], values[0], depth + 1)
+                kinds = {self.callback_kind(v, v, depth + 1) for v in values}
+                if len(kinds) == 1:
+                    return kinds.pop()
             return "other"
         api = self.api(call)
         if api == "callbacks.BroadcastGlobalVariablesCallback":
@@ -497,6 +509,8 @@ class HvdFacts:
             return "steering"
         if last in WRITING:
             return "writing"
+        if not q and self.effects.writing_callback(call.callee_dotted()):
+            return "writing"      # the program's own callback whose methods only write
         return "other"
 
     def callback_list(self, value, at) -> CallbackList:

@@ -60,7 +60,12 @@ def build(analysis: Analysis, path: str = "") -> dict:
                                        "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
         else:
             status, why = "nothing to change", ""
-        if notes and status == "done":
+        if notes and number == 7 and not refused:
+            # a write left on every rank (or a read that does not wait) is not done, whatever
+            # else the point changed
+            status = "not done"
+            why = "; ".join(f"line {n['line']}: {n['note']}" for n in notes)
+        elif notes and status == "done":
             status = "partly done"
         elif notes and status == "not done" and number == 5:
             why = ""

@@ -11,7 +11,12 @@ insertion, nothing re-indented. A ``with open(..., "w")`` block gets an ``if`` a
 one more indentation step on each of its lines. A summary writer becomes a no-op writer on
 the other ranks, so ``with writer.as_default():`` still runs everywhere.
 
-Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects).
+Writes the lists miss are found by their effect (``facts.effects``: images, ``imageio``,
+``plot_model``, ``shutil``, ``os.mkdir``/``makedirs`` -> ``exist_ok=True``), and reads wait
+also for what a rank-0 callback wrote during ``fit`` and for writes in called functions.
+
+Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects),
+hvd_facts (callback lists, assignments), effects (what a call does).
 """
 
 from __future__ import annotations
@@ -19,9 +24,27 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .written import (
+    FOLDER_CALLS,
+    WRITE_EFFECT,
+    called_reads,
+    effect_reads,
+    exist_ok,
+    fit_writes,
+    in_writing_callback,
+    lift_writes,
+    note,
+    note_path,
+    path_matches,
+    reached,
+    writer_block,
+)
+from .tf1_session import _is_saver
+from .written import norm_path as _norm
 
 RULES = {
     "HVD030": ("rank0-print", "Print on rank 0 only"),
@@ -140,8 +163,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
         if code != "HVD030":
             _note_write(ctx, call, writes)
-        if any(N.inside(stmt, b) for b in inside_block):
-            continue
+        if any(N.inside(stmt, b) for b in inside_block) or in_writing_callback(ctx, call):
+            continue          # (a callback that runs on rank 0 only needs no guard inside)
         if under_rank0_guard(stmt, ctx) or ctx.blocked(code, call.node):
             continue
         edit = ctx.guard_rank0(stmt)
@@ -152,13 +175,17 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
     for stmt, call in blocks:
         _note_write(ctx, call, writes)
-        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node):
+        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or in_writing_callback(ctx, call):
             continue
         yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
                       Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
-    yield from _barriers(ctx, writes)
+    guarded: list = []
+    yield from _effect_writes(ctx, inside_block, writes, guarded)
+    fit_writes(ctx, writes)
+    lift_writes(ctx, writes)
+    yield from _barriers(ctx, writes, inside_block + guarded)
     yield from _load_models(ctx)
 
 
@@ -266,13 +293,6 @@ def _summary_writers(ctx: RuleContext) -> Iterator[Finding]:
                       Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", [edit]))
 
 
-def _norm(text: str) -> str:
-    """A path's text for matching: a plain string literal without its quotes."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.count(text[0]) == 2:
-        return text[1:-1]
-    return text
-
-
 def is_barrier(stmt) -> bool:
     code = stmt.get_code(include_prefix=False)
     return "allreduce" in code and "barrier" in code or ".join()" in code
@@ -290,21 +310,26 @@ def _reads(ctx: RuleContext):
                 yield call
 
 
-def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
+def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Finding]:
     if not writes:
         return
     tf = ctx.env.tf_alias()
     zero = f"{tf}.constant(0)" if tf else "0"
     done = set()
-    for call in sorted(_reads(ctx), key=lambda c: c.node.start_pos):
-        path = path_arg(ctx, call)
-        text = _norm(ctx.source.code(path)) if path is not None else ""
+    reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
+    for call, paths in called_reads(ctx):
+        reads.setdefault(id(call.node), (call, paths))
+    for call, paths in sorted(reads.values(), key=lambda r: r[0].node.start_pos):
+        found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
-                 (text and w[0] and (text == w[0] or text in w[0]) or not w[0] and call.method == "restore")]
+                 (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
+                  or not w[0] and call.method == "restore")]
         if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
+        if any(N.inside(call.node, b) for b in guarded):
+            continue      # read on rank 0 only, after its own write
         if _called_on_rank0_only(ctx, scope):
             continue      # a collective that only rank 0 reaches would wait forever
         prev = stmt.get_previous_sibling()
@@ -317,9 +342,11 @@ def _barriers(ctx: RuleContext, writes: list) -> Iterator[Finding]:
             prev = stmt.get_previous_sibling()
             if prev is not None and is_barrier(prev):
                 continue
-        if any(is_barrier(s) for s in _between(stmt, match[-1][2])):
-            continue
+        last = max(match, key=lambda w: w[2].start_pos)[2]
+        if any(is_barrier(s) or id(s) in done for s in _between(stmt, last)):
+            continue      # a barrier (in the program, or one inserted above) already waits
         done.add(id(N.statement_of(call.node)))
+        done.add(id(stmt))
         edit = ctx.insert_before_stmt(stmt, f'{ctx.hvd}.allreduce({zero}, name="barrier")')
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
@@ -389,3 +416,56 @@ def _fit_model(ctx: RuleContext):
         if site.kind == FIT and call is not None and call.receiver_dotted():
             return call.receiver_dotted(), call.node
     return None
+
+
+# -- writes recognised by what they do (contract point 7) -----------------------------------
+def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) -> Iterator[Finding]:
+    """Writes the lists above miss, found by their effect (`analysis.effects`): ``PIL``
+    ``img.save(path)``, ``imageio`` writers, ``plot_model``, ``shutil``/``os`` moves and
+    removals, writes in the program's own functions. A statement is guarded on rank 0; a
+    ``with <writer> as w:`` block that only writes moves under one guard (its statements
+    appended to `guarded`); ``os.mkdir``/``os.makedirs`` become ``os.makedirs(...,
+    exist_ok=True)`` on every rank (a folder other ranks may write into or read from must
+    exist everywhere). A write left on every rank is a note for the report (point 7 not done)."""
+    fx = ctx.facts.effects
+    seen = set()
+    for call, _owner in ctx.env.index.calls:
+        if fx.kind(call) != WRITE_EFFECT or id(call.node) in seen:
+            continue
+        seen.add(id(call.node))
+        if classify(ctx, call) is not None or open_for_writing(call) or \
+                ctx.env.callee_qualname(call) in WRITER_QUALNAMES:
+            continue           # the list's rules above handle it
+        if any(N.inside(call.node, b) for b in blocks) or in_writing_callback(ctx, call):
+            continue           # a guarded block, or a callback HVD050 adds on rank 0 only
+        path = path_of(call)
+        if path is not None and (mentions_hvd(path, ctx) or ctx.facts.rank_dependent(path)):
+            continue           # a per-rank path: every rank writes its own
+        if under_rank0_guard(call.node, ctx) or ctx.blocked("HVD032", call.node):
+            continue
+        name = call.callee_dotted() or call.method or "write"
+        q = fx.qualname(call)
+        if ctx.env.tf1 and _is_saver(ctx, call):
+            continue           # a TF1 Saver: HVD074
+        if q in FOLDER_CALLS or (call.method == "mkdir" and not q):
+            edits = exist_ok(ctx, call, q)
+            if edits is not None:
+                if edits:
+                    yield finding(ctx, "HVD032", call.node, f"`{name}` fails on every rank but the first",
+                                  Fix("Create the folder on every rank, existing or not", edits))
+                continue
+        if path is not None:
+            note_path(ctx, call, path, writes)
+        with_stmt = writer_block(call)
+        if with_stmt is not None and not _trains(ctx, with_stmt) and not under_rank0_guard(with_stmt, ctx):
+            guarded.append(with_stmt)
+            yield finding(ctx, "HVD032", call.node, f"every rank writes with `{name}`",
+                          Fix(RULES["HVD032"][1], guard_block(ctx, with_stmt)))
+            continue
+        stmt = statement(call)
+        edit = ctx.guard_rank0(stmt) if stmt is call.node else None
+        if edit is None:
+            note(ctx, call, f"`{name}` writes a file on every rank (not a statement of its own: guard it by hand)")
+            continue
+        yield finding(ctx, "HVD032", call.node, f"`{name}` writes a file on every rank",
+                      Fix(RULES["HVD032"][1], [edit]))

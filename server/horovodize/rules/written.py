@@ -1,0 +1,290 @@
+"""Helpers of the rank-0 rules for writes recognised by what they do (contract point 7):
+which writes a ``fit``'s rank-0 callbacks make, which local callback classes run on rank 0
+only, the texts a read's path reaches through assignments and how they match a written
+path (globs included), writes lifted to the calls of the functions holding them, and the
+``os.mkdir``/``os.makedirs`` -> ``exist_ok=True`` edit.
+
+Requires: base (the rule context), analysis.effects (what a call does), hvd_facts (callback
+lists, assignments, rank tests) through the context. Used by `rank0_guards`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..analysis.effects import path_of
+from ..parse import nodes as N
+from ..parse.source import Edit
+from .base import RuleContext, under_rank0_guard
+
+
+def norm_path(text: str) -> str:
+    """A path's text for matching: a plain string literal without its quotes."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.count(text[0]) == 2:
+        return text[1:-1]
+    return text
+
+
+_norm = norm_path
+
+
+WRITE_EFFECT = "write"
+FOLDER_CALLS = ("os.mkdir", "os.makedirs")
+
+
+def exist_ok(ctx: RuleContext, call: N.Call, q: str) -> list[Edit] | None:
+    """``os.makedirs(p)`` -> ``os.makedirs(p, exist_ok=True)``; ``os.mkdir(p)`` ->
+    ``os.makedirs(p, exist_ok=True)``; ``Path(p).mkdir()`` -> ``Path(p).mkdir(exist_ok=True)``.
+    [] when nothing is needed (``exist_ok`` given, or in a ``try`` that handles the error),
+    None when the call cannot take it (a bare ``mkdir``)."""
+    if call.keyword("exist_ok") is not None or call.has_star() or N.enclosing(call.node, {"try_stmt"}) is not None:
+        return []
+    if call.keyword("dir_fd") is not None:
+        return None
+    edits: list[Edit] = []
+    if q == "os.mkdir":
+        trailer = call.callee_parts[-1] if len(call.callee_parts) > 1 else None
+        leaf = trailer.children[1] if trailer is not None and trailer.type == "trailer" else None
+        if leaf is None or leaf.value != "mkdir":
+            return None
+        start, end = ctx.source.span(leaf)
+        edits.append(Edit(start, end, "makedirs"))
+    return edits + ctx.add_keyword(call, "exist_ok=True")
+
+
+def writer_block(call: N.Call):
+    """The ``with`` statement whose only item is `call` (``with imageio.get_writer(p) as w:``)."""
+    item = call.node.parent
+    if item is not None and item.type == "with_item":
+        item = item.parent
+    if item is not None and item.type == "with_stmt" and \
+            len([c for c in item.children if c.type == "with_item"]) <= 1:
+        return item
+    return None
+
+
+def in_writing_callback(ctx: RuleContext, call: N.Call) -> bool:
+    """In a method of the program's own writing callback that every ``fit`` using it gets on
+    rank 0 only (HVD050 places it so, or the program already does): its writes need no
+    guard of their own. A class built anywhere else keeps the guards inside."""
+    cls = N.enclosing(call.node, {"classdef"})
+    if cls is None or not ctx.facts.effects.writing_callback(cls.name.value):
+        return False
+    placed = ctx.__dict__.get("_rank0_callbacks")
+    if placed is None:
+        placed = ctx.__dict__["_rank0_callbacks"] = _rank0_callback_classes(ctx)
+    return cls.name.value in placed
+
+
+def _rank0_callback_classes(ctx: RuleContext) -> set:
+    """Local callback classes built only as entries of fully understood ``fit`` callback lists."""
+    from ..analysis.loop import FIT
+
+    in_lists: set = set()
+    for site in ctx.summary.sites:
+        call = N.as_call(site.node)
+        arg = call.keyword("callbacks") if site.kind == FIT and call is not None else None
+        if arg is None:
+            continue
+        cbs = ctx.facts.callback_list(arg.value, call.node)
+        for entry in cbs.entries:
+            if entry.kind == "writing" and cbs.complete:
+                for cb in _callback_calls(ctx, entry.node):
+                    in_lists.add(id(cb.node))
+    out = set()
+    for name in ctx.env.all_classes:
+        built = [c for c in ctx.calls(name) if c.callee_dotted() == name]
+        called = any(c.callee_dotted() != name and not (c.callee_dotted() or "").startswith("super")
+                     for fn in ctx.env.methods(name).values() for c in ctx.env.callers(fn))
+        if built and all(id(c.node) in in_lists or _rank0_only(ctx, c.node) for c in built) and not called:
+            out.add(name)
+    return out
+
+
+def _rank0_only(ctx: RuleContext, node) -> bool:
+    """Built on rank 0 only: under a rank guard, or in ``[cb] if hvd.rank() == 0 else []``."""
+    if under_rank0_guard(node, ctx):
+        return True
+    cur = node
+    while cur.parent is not None and not N.is_statement(cur):
+        parent = cur.parent
+        if parent.type == "test" and parent.children[0] is cur and ctx.facts.is_rank_test(parent.children[2]):
+            return True
+        cur = parent
+    return False
+
+
+def note(ctx: RuleContext, call: N.Call, text: str) -> None:
+    notes = ctx.__dict__.setdefault("notes", [])
+    line = ctx.source.position(ctx.source.span(call.node)[0])[0] + 1
+    if (7, line, text) not in notes:
+        notes.append((7, line, text))
+
+
+def note_path(ctx: RuleContext, call: N.Call, path, writes: list) -> None:
+    """A rank-0 write of `path` (its text, and a name's values)."""
+    for text in texts(ctx, path):
+        writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def lift_writes(ctx: RuleContext, writes: list, levels: int = 2) -> None:
+    """A write inside a function is also a write at each call of it (a read after
+    ``train(dataset, EPOCHS)`` or ``save_images(epoch)`` waits for what they wrote); and a
+    write of a name is also a write of the values assigned to it (``checkpoint_prefix =
+    os.path.join(checkpoint_dir, "ckpt")``: a later ``latest_checkpoint(checkpoint_dir)``)."""
+    for text, scope, node in list(writes):
+        name = text if text.isidentifier() else None
+        if name:
+            for _s, value, op in ctx.facts.assignments(name, node):
+                if value is not None and not op:
+                    writes.append((_norm(ctx.source.code(value)), scope, node))
+    frontier = list(writes)
+    for _ in range(levels):
+        lifted = []
+        for text, scope, node in frontier:
+            if scope is None or scope.type != "funcdef":
+                continue
+            for caller in ctx.env.callers(scope):
+                lifted.append((text, N.func_scope_of(caller.node), caller.node))
+        writes += lifted
+        frontier = lifted
+
+
+def fit_writes(ctx: RuleContext, writes: list) -> None:
+    """Files written during ``fit`` by a callback that runs on rank 0 only (a ModelCheckpoint
+    or CSVLogger, or the program's own callback that writes): a read after the fit waits."""
+    from ..analysis.loop import FIT
+
+    facts, fx = ctx.facts, ctx.facts.effects
+    for site in ctx.summary.sites:
+        call = N.as_call(site.node)
+        if site.kind != FIT or call is None:
+            continue
+        arg = call.keyword("callbacks")
+        if arg is None:
+            continue
+        for entry in facts.callback_list(arg.value, call.node).entries:
+            if entry.kind != "writing" or entry.rank_specific:
+                continue
+            for cb in _callback_calls(ctx, entry.node):
+                if fx.writing_callback(cb.callee_dotted()):
+                    for fn in fx.env.methods(cb.callee_dotted()).values():
+                        for inner in N.calls_in(fn):
+                            p = path_of(inner) if fx.kind(inner) == WRITE_EFFECT else None
+                            if p is not None:
+                                writes.append((_norm(ctx.source.code(p)), N.func_scope_of(call.node), call.node))
+                    continue
+                p = path_of(cb)
+                if p is None:
+                    continue
+                for text in texts(ctx, p):
+                    writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def _callback_calls(ctx: RuleContext, node) -> list:
+    """The constructor calls a callback expression (or the name holding it) comes from."""
+    call = N.as_call(node)
+    if call is not None:
+        return [call]
+    name = N.dotted(node)
+    if not name:
+        return []
+    out = []
+    for _s, value, op in ctx.facts.assignments(name, node):
+        c = N.as_call(value) if value is not None and not op else None
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def texts(ctx: RuleContext, expr) -> set:
+    """The texts a path expression may be matched by: its own, and a name's assigned values."""
+    out = {_norm(ctx.source.code(expr))}
+    name = N.dotted(expr)
+    if name and "." not in name:
+        for _s, value, op in ctx.facts.assignments(name, expr):
+            if value is not None and not op:
+                out.add(_norm(ctx.source.code(value)))
+    return out
+
+
+def reached(ctx: RuleContext, expr, depth: int = 3) -> set:
+    """The names a read's path is computed from and their values' texts, a few assignments
+    deep: ``load_weights(latest)`` with ``latest = newest(checkpoint_dir)`` and
+    ``checkpoint_dir = os.path.dirname(checkpoint_path)`` reaches ``checkpoint_path``, the
+    path a ModelCheckpoint writes. (Matched by equality: a name is not a substring match.)"""
+    out: set = set()
+    todo = [(expr, 0)]
+    while todo:
+        node, d = todo.pop()
+        for leaf in N.walk(node):
+            if leaf.type != "name" or leaf.value in out:
+                continue
+            prev = leaf.get_previous_leaf()
+            if prev is not None and prev.type == "operator" and prev.value == ".":
+                continue          # an attribute, not a name
+            out.add(leaf.value)
+            if d >= depth:
+                continue
+            for _s, value, op in ctx.facts.assignments(leaf.value, leaf):
+                if value is not None and not op:
+                    out.add(_norm(ctx.source.code(value)))
+                    todo.append((value, d + 1))
+    return out
+
+
+def _head(text: str) -> str:
+    """The literal start of a path text: ``f"img_{e}.png"`` -> ``img_``, ``a*.png`` -> ``a``
+    (a plain literal's text comes without its quotes), a name -> ``""``."""
+    m = re.match(r"""^[rRbBuUfF]{0,2}["']""", text)
+    if m:
+        text = text[m.end():]
+    elif not re.match(r"^[\w./-]*[*?\[]", text):
+        return ""
+    return re.match(r"""^[^"'{*?\[]*""", text).group(0)
+
+
+def path_matches(read: str, write: str) -> bool:
+    """A read's path text names what a write's path text wrote: the same text, one inside the
+    other (``checkpoint_dir`` in ``os.path.join(checkpoint_dir, "cp.ckpt")``), or a glob
+    pattern whose literal start the written name starts with."""
+    if not read or not write:
+        return False
+    if read == write or read in write:
+        return True
+    quoted = write if write[:1] in "'\"rRbBuUfF" else f'"{write}"'
+    if any(c in read for c in "*?["):
+        head = _head(read)
+        return len(head) >= 2 and _head(quoted).startswith(head)
+    if "{" in read and "{" in write:
+        # one name template filled in two places (`'image_at_epoch_{:04d}.png'.format(epoch)`
+        # written in the loop, `.format(epoch_no)` read after it)
+        head = _head(read)
+        return len(head) >= 5 and head == _head(quoted)
+    return False
+
+
+def called_reads(ctx: RuleContext):
+    """(call, path expressions) of calls of the program's own functions that read a path
+    (``display_image(epoch)`` whose body opens the image a loop saved)."""
+    fx = ctx.facts.effects
+    env = ctx.env
+    for call, _owner in env.index.calls:
+        if fx.kind(call) is not None or not env.may_call_local(call):
+            continue
+        target = env.call_target(call)
+        if target is None or target.type != "funcdef" or "read" not in fx.of_function(target):
+            continue
+        paths = [path_of(inner) for inner in N.calls_in(target) if fx.kind(inner) == "read"]
+        paths = [p for p in paths if p is not None]
+        if paths:
+            yield call, paths
+
+
+def effect_reads(ctx: RuleContext):
+    """Reads `_reads` does not know by name: glob patterns, image readers, ``os.listdir``."""
+    fx = ctx.facts.effects
+    for name in ("glob", "iglob", "imread", "mimread", "listdir", "load_img", "get_reader"):
+        for call in ctx.calls(name):
+            if fx.kind(call) == "read":
+                yield call
