@@ -146,6 +146,7 @@ def test_write_refuses_a_read_only_file(tmp_path):
     proc = run("convert", str(path), "--write")
     assert proc.returncode == 2
     assert says(proc, f"horovodize: {path}: is read-only; not written")
+    assert "report" not in proc.stderr.decode()        # no report of a conversion that was not written
     assert path.read_text() == TAPE and stat.S_IMODE(path.stat().st_mode) == 0o444
 
 
@@ -169,6 +170,7 @@ def test_directory_write_goes_on_after_a_read_only_file(tmp_path):
     assert proc.returncode == 2
     assert f"horovodize: {tmp_path / 'a.py'}: is read-only; not written" in proc.stderr.decode()
     assert "2 file(s), 1 converted, 1 failed" in proc.stderr.decode()
+    assert f"report for {tmp_path / 'a.py'}" not in proc.stderr.decode()
     assert (tmp_path / "a.py").read_text() == TAPE and (tmp_path / "b.py").read_text() == convert_text(TAPE)
 
 

@@ -171,15 +171,7 @@ def write_back(path: Path, before: str, after: str) -> None:
     new text. The result must parse, or nothing is written.
     """
     Source(after).check_parses()
-    real = Path(os.path.realpath(path))
-    try:
-        st = os.stat(real)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}")
-    if not st.st_mode & 0o222:
-        raise UserError(f"{path}: is read-only; not written")
-    if not os.access(real, os.W_OK):
-        raise UserError(f"{path}: permission denied; not written")
+    real, st = check_writable(path)
     if read_bytes(real) != before.encode("utf-8"):
         raise UserError(f"{path}: changed since it was read; not written (run the conversion again)")
     data = after.encode("utf-8")
@@ -190,6 +182,21 @@ def write_back(path: Path, before: str, after: str) -> None:
         fh.truncate()
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def check_writable(path: Path) -> tuple[Path, os.stat_result]:
+    """The file `path` names (through links) and its stat, or the one-line error that says
+    why it cannot be written (asked before the report is printed, and again when writing)."""
+    real = Path(os.path.realpath(path))
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror or e}")
+    if not st.st_mode & 0o222:
+        raise UserError(f"{path}: is read-only; not written")
+    if not os.access(real, os.W_OK):
+        raise UserError(f"{path}: permission denied; not written")
+    return real, st
 
 
 def _replace(real: Path, data: bytes, st: os.stat_result) -> bool:
@@ -278,7 +285,17 @@ def cmd_convert(args) -> int:
             failures += 1
             continue
         after = analysis.converted()
-        was_refused = print_report(path, analysis, getattr(args, "format", "text"))
+        was_refused = int(bool(analysis.refused))
+        if args.write and before != after:
+            try:        # (a report of a conversion that cannot be written would say "done": the error alone)
+                check_writable(path)
+            except UserError as e:
+                if path == target:
+                    raise
+                print(e.line(), file=sys.stderr)
+                failures += 1
+                continue
+        print_report(path, analysis, getattr(args, "format", "text"))
         refused += was_refused
         changed += before != after
         for line in trap_warnings(path, analysis):
