@@ -35,8 +35,8 @@ from .base import SEVERITY_RESTRICTION, Finding, Fix, Related, RuleContext
 from .keras_target import legacy_env_edit, rewrite_edits, target_name
 
 RULES = {
-    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core program: Horovod supports Keras 2 only"),
-    "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives"),
+    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras); Keras-3-only API blocks"),
+    "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
 }
 WARNINGS = tuple(RULES)
