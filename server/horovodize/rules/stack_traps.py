@@ -103,13 +103,22 @@ def _keras3(ctx: RuleContext, converting: bool) -> Iterator[Finding]:
             edits = rewrite_edits(ctx.source, node, KERAS3_ROOTS, target)
             if legacy and node is imports[0][0]:
                 edits.insert(0, legacy_env_edit(ctx.source, first))
-            new = "; ".join(e.new_text.strip().splitlines()[-1] for e in edits)
+            new = _rewritten(ctx.source, node, edits)
             message += f": its imports are rewritten to {target_name(target)}"
             if converting and edits:
                 fix = Fix(f"import Keras 2 ({target}): `{new}`", edits, needs_setup=False)
         start, end = ctx.source.span(node)
         yield Finding("HVD090", start, end, message, SEVERITY_RESTRICTION, fix,
                       related=[Related(*ctx.source.span(n), m) for n, m in related])
+
+
+def _rewritten(source, node, edits) -> str:
+    """The import statement `node` once `edits` (those inside it) are applied."""
+    start, end = source.span(node)
+    text = source.text[start:end]
+    for e in sorted((e for e in edits if start <= e.start and e.end <= end), key=lambda e: -e.start):
+        text = text[:e.start - start] + e.new_text + text[e.end - start:]
+    return text
 
 
 def _sets_legacy_keras(env) -> bool:
