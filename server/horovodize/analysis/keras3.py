@@ -126,6 +126,10 @@ def keras3_blockers(env: Env) -> list[tuple[object, str, str]]:
     if not keras3_imports(env):
         return []
     out: list[tuple[object, str, str]] = []
+    backend = _backend_assignment(env)      # first: the most fundamental (no TensorFlow at all)
+    if backend is not None:
+        out.append((backend[0], f"KERAS_BACKEND={backend[1]}", f"KERAS_BACKEND={backend[1]}: Horovod's TensorFlow ops need the "
+                                "tensorflow backend of Keras 2: remove the setting, then convert again"))
     seen: set[str] = set()
     uses = dict(keras3_only_uses(env))
     for node, api in keras3_only_imports(env):
@@ -142,10 +146,6 @@ def keras3_blockers(env: Env) -> list[tuple[object, str, str]]:
     for call in stateless_uses(env):
         out.append((call.node, f"`{call.method}`", f"`{call.method}` is Keras 3 only (no Keras 2 twin): train with "
                                "`tf.GradientTape` and `apply_gradients`, then convert again"))
-    backend = _backend_assignment(env)
-    if backend is not None:
-        out.append((backend[0], f"KERAS_BACKEND={backend[1]}", f"KERAS_BACKEND={backend[1]}: Horovod's TensorFlow ops need the tensorflow "
-                                "backend of Keras 2: remove the setting, then convert again"))
     return out
 
 
