@@ -93,6 +93,12 @@ def test_keras_target_chooses_the_keras_2_imported(target, head):
     assert convert_text(out, keras_target=target) == out       # converting again changes nothing
 
 
+def test_tf_keras_target_sets_the_legacy_variable_after_a_future_import():
+    out = convert_text('"""Doc."""\nfrom __future__ import annotations\n' + KERAS_CORE_TAPE, keras_target="tf_keras")
+    assert out.startswith('"""Doc."""\nfrom __future__ import annotations\nimport os\nos.environ["TF_USE_LEGACY_KERAS"] = "1"')
+    compile(out, "<converted>", "exec")
+
+
 @pytest.mark.parametrize("line, tf_keras, tf_keras_legacy", [
     ("import keras", "from tensorflow import keras", "import tf_keras as keras"),
     ("import keras as k", "from tensorflow import keras as k", "import tf_keras as k"),

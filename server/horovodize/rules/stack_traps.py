@@ -86,7 +86,9 @@ def _keras3(ctx: RuleContext, converting: bool) -> Iterator[Finding]:
     blockers = keras3_blockers(env)
     related = [(node, f"{what} (Keras 3 only)") for node, what, _ in blockers[:3]]
     target = ctx.keras_target
-    first = min((n for n in env.imports), key=lambda n: n.start_pos)
+    # the tf_keras target's TF_USE_LEGACY_KERAS=1 goes above the first import (after `__future__`)
+    first = min((n for n in env.imports if "__future__" not in n.get_code(include_prefix=False)),
+                key=lambda n: n.start_pos)
     legacy = target == "tf_keras" and not _sets_legacy_keras(env)
     for node, root in imports:
         if root == "keras_core":
