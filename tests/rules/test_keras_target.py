@@ -126,6 +126,18 @@ def test_tf_keras_and_tensorflow_keras_programs_are_not_rewritten():
         assert convert_text(text).startswith(head + "import tensorflow as tf\nimport horovod.tensorflow as hvd\n")
 
 
+def test_standalone_keras_next_to_horovod_keras_is_keras_2():
+    """`horovod.keras` binds standalone Keras 2 (Horovod's keras examples): `import keras` is left."""
+    text = ("import keras\nimport horovod.keras as hvd\nhvd.init()\n"
+            "model = keras.Sequential([keras.layers.Dense(1)])\n"
+            "model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size())), loss='mse')\n"
+            "model.fit(x, y, epochs=2, callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)], "
+            "verbose=1 if hvd.rank() == 0 else 0)\n")
+    assert "HVD090" not in {f.code for f in analyze(text).findings}
+    assert convert_text(text) == text
+    assert convert_text(text.replace("horovod.keras", "horovod.tensorflow.keras")).startswith("from tensorflow import keras\n")
+
+
 def test_a_refusal_for_another_reason_rewrites_no_import():
     text = KERAS_CORE_TAPE.replace("optimizer = keras.optimizers.SGD(0.01)\n",
                                    "if flag:\n    optimizer = keras.optimizers.SGD(0.01)\nelse:\n"

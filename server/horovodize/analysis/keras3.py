@@ -33,11 +33,18 @@ KERAS3_ONLY = (
 
 
 def keras3_imports(env: Env) -> list[tuple[object, str]]:
-    """(import statement, root) of every import of standalone ``keras`` / ``keras_core``."""
+    """(import statement, root) of every import of standalone ``keras`` / ``keras_core``.
+
+    A program that already uses ``horovod.keras`` (Horovod's binding for standalone Keras 2,
+    as in Horovod's own keras examples) declares its ``import keras`` to be Keras 2: only
+    its ``keras_core`` imports count then."""
     out = []
-    for node in env.imports:
-        roots = {full.split(".")[0] for _, full in import_bindings(node)}
-        for root in KERAS3_ROOTS:
+    bindings = [(node, import_bindings(node)) for node in env.imports]
+    keras2 = any(full == "horovod.keras" or full.startswith("horovod.keras.") for _, bs in bindings for _, full in bs)
+    roots_wanted = ("keras_core",) if keras2 else KERAS3_ROOTS
+    for node, bs in bindings:
+        roots = {full.split(".")[0] for _, full in bs}
+        for root in roots_wanted:
             if root in roots:
                 out.append((node, root))
                 break
