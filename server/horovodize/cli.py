@@ -105,7 +105,7 @@ def cmd_check(args) -> int:
             print(e.line(), file=sys.stderr)
             errors += 1
             continue
-        analysis = analyze(text, select)
+        analysis = analyze(text, select, keras_target=getattr(args, "keras_target", "tf.keras"))
         src = analysis.source
         old = py2.find(text) if analysis.error is None and src.syntax_issues else None
         if old is not None:     # a Python 2 file: one clear line, no findings on a misparse
@@ -151,11 +151,11 @@ def _parse_error(source: Source) -> ParseError | None:
 
 
 # -- convert -------------------------------------------------------------------------------
-def convert_file(path: Path) -> tuple[str, Analysis]:
+def convert_file(path: Path, keras_target: str = "tf.keras") -> tuple[str, Analysis]:
     """(original, its conversion's analysis); raises UserError on bad input (syntax errors included)."""
     text = read_source(path)
     try:
-        return text, conversion(text)
+        return text, conversion(text, keras_target)
     except ParseError as e:
         raise _located(path, e)
 
@@ -277,7 +277,7 @@ def cmd_convert(args) -> int:
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
         try:
-            before, analysis = convert_file(path)
+            before, analysis = convert_file(path, args.keras_target)
         except UserError as e:
             if path == target:
                 raise
@@ -370,6 +370,12 @@ def cmd_verify(args) -> int:
     return verify.run(args)
 
 
+def _keras_target_argument(p) -> None:
+    p.add_argument("--keras-target", choices=("tf.keras", "tf_keras"), default="tf.keras",
+                   help="the Keras 2 that `import keras` / `keras_core` become: tf.keras (TensorFlow <= 2.15, "
+                        "Horovod 0.28's pinned stack; the default) or tf_keras (TensorFlow >= 2.16)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__, native
 
@@ -381,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--select", action="append", metavar="CODE", help="report only these codes (repeatable)")
+    _keras_target_argument(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("convert", help="convert a file (stdout), or files below a directory (--diff/--write)")
@@ -391,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-o", "--output", metavar="OUT", help="write the converted program to OUT")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="format of the conversion report printed on stderr")
+    _keras_target_argument(p)
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("explain", help="explain a diagnostic code (no code: list them all)")

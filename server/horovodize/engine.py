@@ -16,6 +16,7 @@ from . import codes
 from .analysis import restrictions
 from .analysis.env import Env, build_env
 from .analysis.hvd_facts import HvdFacts
+from .analysis.keras3 import keras3_problems
 from .analysis.loop import LOOP_CODES, Summary, summarize
 from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
 from .rules import stack_traps
@@ -132,7 +133,7 @@ def _check(stop) -> None:
 
 
 def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None,
-            line_starts: list[int] | None = None) -> Analysis:
+            line_starts: list[int] | None = None, keras_target: str = "tf.keras") -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
@@ -142,6 +143,8 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     `stop` (language server: "has a newer edit arrived?") is asked between the passes;
     when it answers true the analysis raises `Cancelled` instead of finishing.
     `line_starts`: the offsets at which the lines of `text` start, when the caller has them.
+    `keras_target`: the Keras 2 that Keras 3 imports become, ``tf.keras`` (TF <= 2.15, the
+    pinned stack) or ``tf_keras`` (TF >= 2.16); see rules/keras_target.py.
     """
     try:
         source = Source(text, module, line_starts)
@@ -150,7 +153,7 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
     analysis = Analysis(source)
     try:
-        _run(analysis, memo, stop)
+        _run(analysis, memo, stop, keras_target)
     except Cancelled:
         raise
     except (TooDeep, RecursionError) as e:    # pathological nesting: a clean, empty result
@@ -164,7 +167,7 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     return analysis
 
 
-def _run(analysis: Analysis, memo=None, stop=None) -> None:
+def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras") -> None:
     source = analysis.source
     _check(stop)
     env = analysis.env = build_env(source, memo)
@@ -174,8 +177,9 @@ def _run(analysis: Analysis, memo=None, stop=None) -> None:
     summary = analysis.summary = summarize(env)
     _check(stop)
     problems = restrictions.check(env, summary)
+    problems += keras3_problems(env)     # Keras-3-only API: no stack runs it under Horovod (point 11)
     facts = analysis.facts = HvdFacts(env)
-    ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts)
+    ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts, keras_target)
     findings: list[Finding] = []
     for module in RULE_MODULES:
         _check(stop)
@@ -197,7 +201,9 @@ def _run(analysis: Analysis, memo=None, stop=None) -> None:
         analysis.refusals = []
     findings += _loop_findings(source, summary)
     findings += _restriction_findings(source, problems)
-    findings = stack_traps.merged(ctx, findings)  # warnings (HVD090-092) survive a refused conversion
+    converting = not analysis.refusals and (analysis.setup is not None or facts.uses_horovod)
+    # warnings (HVD090-092) survive a refused conversion; their fixes only join a conversion
+    findings = stack_traps.merged(ctx, findings, converting)
     findings.sort(key=lambda f: (f.start, f.end, f.code))
     analysis.findings = findings
 
@@ -232,21 +238,21 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
     return out
 
 
-def conversion(text: str) -> Analysis:
+def conversion(text: str, keras_target: str = "tf.keras") -> Analysis:
     """The analysis a whole-file conversion applies (one parse, one analysis: the CLI's
     report and warnings read the same one); raises `ParseError` when the input does not
     parse or is too deeply nested."""
     source = Source(text)
     source.check_parses()
-    analysis = analyze(text, module=source.module)
+    analysis = analyze(text, module=source.module, keras_target=keras_target)
     if analysis.error is not None:
         raise analysis.error
     return analysis
 
 
-def convert_text(text: str) -> str:
+def convert_text(text: str, keras_target: str = "tf.keras") -> str:
     """The whole-file conversion; raises `ParseError` when the input does not parse."""
-    return conversion(text).converted()
+    return conversion(text, keras_target).converted()
 
 
 __all__ = ["Analysis", "analyze", "conversion", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

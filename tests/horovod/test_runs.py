@@ -172,3 +172,25 @@ def test_resume_from_rank0_checkpoint(hvd_env, horovodize_exe, tmp_path):
     assert [reports[r]["resumed"] for r in range(SIZE)] == [True] + [False] * (SIZE - 1), info
     assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
     assert len({reports[r]["iterations"] for r in reports}) == 1, f"optimizer steps differ\n{info}"
+
+
+def test_keras_core_program_runs_on_tf_keras_after_the_import_rewrite(hvd_env, horovodize_exe, tmp_path):
+    """Contract point 11: a keras_core program (a `keras_core.Model` subclass whose custom
+    `train_step` uses a tape, and a plain Sequential `fit`) is converted with its imports
+    rewritten to tf.keras, and trains on 2 ranks of the pinned stack, where keras_core is not
+    installed: same weights on both ranks, rates scaled, epochs divided."""
+    program = H.PROGRAMS / "keras_core_train_step.py"
+    converted = H.convert(program, tmp_path / program.name)
+    text = converted.read_text()
+    assert "keras_core" not in text.replace('"""', "").split("import hvd_report", 1)[1]
+    assert "from tensorflow import keras\nfrom tensorflow.keras import layers\n" in text
+    assert "        tape = hvd_tf.DistributedGradientTape(tape)\n" in text
+    run = H.horovodrun(converted, tmp_path, np=SIZE)
+    reports = run.reports
+    info = describe(run, converted)
+    assert run.returncode == 0 and not run.timed_out and sorted(reports) == list(range(SIZE)), info
+    checksums = [reports[r]["checksum"] for r in sorted(reports)]
+    assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
+    for r, rep in reports.items():
+        assert math.isclose(rep["lr"], 0.01 * SIZE, rel_tol=1e-5) and math.isclose(rep["lr2"], 0.002 * SIZE, rel_tol=1e-5), info
+        assert rep["batches"] == 8, f"rank {r} ran {rep['batches']} batches, expected 2 epochs // {SIZE} x 8\n{info}"

@@ -140,3 +140,24 @@ async def test_unfiltered_request_offers_quick_fixes_and_fix_all(client):
     lr = by_code(await diagnostics_for(client, uri), "HVD010")
     actions = await actions_for(client, uri, [lr])
     assert [a.kind for a in actions] == ["quickfix", "source.fixAll.horovodize"]
+
+
+KERAS_CORE = """\
+import keras_core as keras
+import tensorflow as tf
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+model.fit(tf.ones((8, 4)), tf.ones((8, 1)), epochs=2)
+"""
+
+
+@pytest.mark.parametrize("client, line", [({}, "from tensorflow import keras"),
+                                          ({"options": {"kerasTarget": "tf_keras"}}, "import tf_keras as keras")],
+                         indirect=["client"])
+async def test_keras3_import_quick_fix_follows_the_keras_target_option(client, line):
+    uri = open_doc(client, "keras_core.py", KERAS_CORE)
+    trap = by_code(await diagnostics_for(client, uri), "HVD090")
+    actions = await actions_for(client, uri, [trap], only=[types.CodeActionKind.QuickFix])
+    assert len(actions) == 1 and "import Keras 2" in actions[0].title
+    assert line in applied(client, uri, actions[0]).splitlines()

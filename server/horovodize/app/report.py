@@ -16,6 +16,7 @@ POINTS = [
     (6, "callbacks as Horovod's guide orders them", ("HVD050", "HVD204")),
     (7, "side effects from rank 0 (prints, files), reads after a barrier",
      ("HVD030", "HVD031", "HVD032", "HVD033", "HVD051", "HVD061", "HVD074")),
+    (11, "a stack that can run it (Keras 2 imports, no collective under XLA)", ("HVD090", "HVD091")),
 ]
 LOOP_POINTS = {2, 3, 4, 5}
 # Horovod misuse (rules/horovod_misuse.py) by the contract point it breaks: a point with one
@@ -45,7 +46,10 @@ def build(analysis: Analysis, path: str = "") -> dict:
                  if f.code in point_codes and f not in sites and has_loop and not refused]
         left += hints
         notes = [{"line": line, "note": text} for point, line, text in analysis.notes if point == number]
-        if refused:
+        stack = [r for r in analysis.refusal_reasons() if r[0] == "HVD090"] if number == 11 else []
+        if refused and stack:
+            status, why = "blocked", "; ".join(f"line {line}: {m}" for _, line, m in stack)
+        elif refused:
             status, why = "not done", "the conversion is refused (point 8)"
         elif left:
             status, why = ("partly done" if changes else "not done"), "; ".join(left)

@@ -11,6 +11,9 @@
   page (a ``file:`` URI to ``horovodize/docs/<CODE>.md``).
 * ``python``: the interpreter the user's programs run with; the server runs
   ``horovodize doctor`` for it once (``lsp/doctor.py``).
+* ``kerasTarget``: the Keras 2 that Keras 3 / keras_core imports become in a conversion
+  (HVD090): ``"tf.keras"`` (the default; TensorFlow <= 2.15, Horovod 0.28's pinned stack)
+  or ``"tf_keras"`` (TensorFlow >= 2.16), as ``horovodize convert --keras-target``.
 * ``maxFileLines`` / ``maxFileBytes``: a buffer over either limit (defaults
   `MAX_FILE_LINES`, `MAX_FILE_BYTES`; 0 = no limit) is not analysed; it gets one
   information diagnostic that says why, instead of minutes of analysis on every edit.
@@ -38,6 +41,7 @@ class Options:
     python: str | None = None
     max_file_lines: int = MAX_FILE_LINES
     max_file_bytes: int = MAX_FILE_BYTES
+    keras_target: str = "tf.keras"
 
 
 def load(raw) -> tuple[Options, list[str]]:
@@ -68,6 +72,10 @@ def load(raw) -> tuple[Options, list[str]]:
     if python is not None and not isinstance(python, str):
         problems.append("`python` must be a string")
         python = None
+    keras_target = raw.get("kerasTarget", "tf.keras")
+    if keras_target not in ("tf.keras", "tf_keras"):
+        problems.append('`kerasTarget` must be "tf.keras" or "tf_keras"')
+        keras_target = "tf.keras"
     limits = {}
     for key, field_name, default in (("maxFileLines", "max_file_lines", MAX_FILE_LINES),
                                      ("maxFileBytes", "max_file_bytes", MAX_FILE_BYTES)):
@@ -79,4 +87,5 @@ def load(raw) -> tuple[Options, list[str]]:
             limits[field_name] = default
         else:
             limits[field_name] = value
-    return Options(select=select, docs_base_url=base or None, python=python or None, **limits), problems
+    return Options(select=select, docs_base_url=base or None, python=python or None, keras_target=keras_target,
+                   **limits), problems

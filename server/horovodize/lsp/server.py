@@ -363,7 +363,8 @@ class HorovodizeServer(LanguageServer):
             fresh = parser.fresh
             try:       # a newer edit stops this analysis between two passes
                 analysis = analyze(text.text, module=module, memo=None if fresh else parser.memo,
-                                   stop=lambda: self._stale(uri, text), line_starts=text.line_starts)
+                                   stop=lambda: self._stale(uri, text), line_starts=text.line_starts,
+                                   keras_target=options.keras_target)
             except Cancelled:
                 log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
                 return None
@@ -412,7 +413,8 @@ class HorovodizeServer(LanguageServer):
         try:
             with _collector_off():
                 analysis = analyze(text.text, module=parser.module, memo=parser.memo,
-                                   stop=lambda: uri not in self.documents, line_starts=text.line_starts)
+                                   stop=lambda: uri not in self.documents, line_starts=text.line_starts,
+                                   keras_target=self.options.keras_target)
                 parser.memo.count_keys()
         except Cancelled:
             return None

@@ -57,9 +57,11 @@ class Finding:
 class RuleContext:
     """What a rule may read: the source, σ, the loop summary, the blocked sites."""
 
-    def __init__(self, source: Source, env: "Env", summary: "Summary", blocked, facts=None):
+    def __init__(self, source: Source, env: "Env", summary: "Summary", blocked, facts=None,
+                 keras_target: str = "tf.keras"):
         from ..analysis.hvd_facts import HvdFacts
         self.source = source
+        self.keras_target = keras_target     # the Keras 2 a Keras 3 import becomes (rules/keras_target.py)
         self.env = env
         self.summary = summary
         self._blocked = blocked          # callable(code, node, binding) -> bool

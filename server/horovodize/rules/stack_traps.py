@@ -1,12 +1,16 @@
-"""Stack traps: programs a Horovod conversion would silently break. Warnings, no quick fix.
+"""Stack traps: programs a Horovod conversion would silently break (contract points 10, 11).
+Warnings; HVD090 and HVD091 carry the fix the conversion applies.
 
-* HVD090 — Keras 3 / ``keras_core``: Horovod 0.28 supports Keras 2 only (``tf.keras`` in
-  TensorFlow <= 2.15, or ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``). The conversion
-  proceeds; the warning names the Keras-3-only APIs used (``keras.ops`` ...), which have
-  no tf_keras twin.
+* HVD090 — Keras 3 / ``keras_core``, on every such import line: Horovod 0.28 runs Keras 2
+  only (``tf.keras`` on TensorFlow <= 2.15, or ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``).
+  A program using only Keras 2 API gets each import rewritten to the Keras target
+  (`keras_target`); a Keras-3-only use blocks the whole conversion
+  (`analysis.keras3.keras3_problems`), and the warning says which.
 * HVD091 — a ``@tf.function(jit_compile=True)`` step (or ``compile(jit_compile=True)``)
-  that the conversion gives Horovod collectives: XLA cannot compile them unless
-  Horovod's XLA ops are registered (``HOROVOD_ENABLE_XLA_OPS=1`` before TensorFlow loads).
+  that the conversion gives Horovod collectives: XLA cannot compile them (Horovod 0.28 has
+  no XLA kernel for broadcast, an allreduce one on GPU only): the fix removes
+  ``jit_compile=True`` (XLA changes speed, not what the step computes). ``set_jit(True)``
+  auto-clustering only warns.
 * HVD092 — a ``tf.distribute`` program: training is already distributed; Horovod on top
   would reduce twice and fight over devices. `analysis.strategy` makes it a restriction
   fact that blocks every rule in the file (the engine reports it through `diagnostics`).
@@ -22,35 +26,33 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.callables import callee_name
-from ..analysis.keras3 import (
-    backend_not_tensorflow,
-    keras3_imports,
-    keras3_only_uses,
-    optimizer_apply_uses,
-)
+from ..analysis.keras3 import KERAS3_ROOTS, keras3_blockers, keras3_imports
 from ..analysis.loop import FIT, LOOP_CODES, TAPE
 from ..analysis.strategy import STRATEGY_METHODS, strategy_message, strategy_uses
 from ..parse import nodes as N
-from .base import SEVERITY_RESTRICTION, Finding, Related, RuleContext
+from ..parse.source import Edit
+from .base import SEVERITY_RESTRICTION, Finding, Fix, Related, RuleContext
+from .keras_target import legacy_env_edit, rewrite_edits, target_name
 
 RULES = {
-    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core program: Horovod supports Keras 2 only"),
-    "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives"),
+    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras); Keras-3-only API blocks"),
+    "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
 }
 WARNINGS = tuple(RULES)
 
 
-def diagnostics(ctx: RuleContext) -> list[Finding]:
-    """Every stack-trap warning of the file (HVD090–HVD092)."""
-    out = list(_strategy(ctx)) + list(_keras3(ctx)) + list(_xla(ctx))
+def diagnostics(ctx: RuleContext, converting: bool = True) -> list[Finding]:
+    """Every stack-trap warning of the file (HVD090–HVD092); with `converting` (the
+    conversion is not refused) HVD090 and HVD091 carry their fixes."""
+    out = list(_strategy(ctx)) + list(_keras3(ctx, converting)) + list(_xla(ctx, converting))
     return out
 
 
-def merged(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
+def merged(ctx: RuleContext, findings: list[Finding], converting: bool = True) -> list[Finding]:
     """`findings` plus the trap warnings. Under a tf.distribute strategy (HVD092) nothing is
     converted and the loop is not single-GPU: its loop finding (HVD100-103) is dropped."""
-    traps = diagnostics(ctx)
+    traps = diagnostics(ctx, converting)
     if any(t.code == "HVD092" for t in traps):
         findings = [f for f in findings if f.code not in LOOP_CODES.values()]
     return findings + traps
@@ -73,34 +75,56 @@ def _strategy(ctx: RuleContext) -> Iterator[Finding]:
 
 
 # -- HVD090 -----------------------------------------------------------------------------------
-def _keras3(ctx: RuleContext) -> Iterator[Finding]:
+def _keras3(ctx: RuleContext, converting: bool) -> Iterator[Finding]:
+    """One HVD090 per import line of standalone ``keras`` / ``keras_core``: with the rewrite to
+    the Keras target as its fix when the program uses only Keras 2 API, else (a Keras-3-only
+    use blocks the conversion, `analysis.keras3.keras3_problems`) with what blocks it."""
     env, summary = ctx.env, ctx.summary
     imports = keras3_imports(env)
-    if not imports or summary is None or not summary.sites:
+    if not imports or summary is None or not summary.sites and not env.horovod():
         return
-    node, root = imports[0]
-    if root == "keras_core":
-        what = "`keras_core` is Keras 3"
-    else:
-        what = "standalone `keras` is Keras 3 from TensorFlow 2.16 on"
-    message = (f"{what}; Horovod 0.28 supports Keras 2 only: run on TensorFlow <= 2.15, or install tf_keras, "
-               "set TF_USE_LEGACY_KERAS=1 and `import tf_keras as keras`")
-    only = keras3_only_uses(env)
-    related = []
-    if only:
-        names = ", ".join(f"`{api}`" for api in list(only)[:4])
-        message += f"; {names} {'has' if len(only) == 1 else 'have'} no tf_keras twin (rewrite with `tf.*` ops)"
-        related = [(leaf, f"`{api}` exists only in Keras 3") for api, leaf in list(only.items())[:3]]
-    applies = optimizer_apply_uses(env)
-    if applies:
-        receiver = applies[0].receiver_dotted()
-        message += (f"; `{receiver}.apply(grads, vars)` is Keras 3 only: write "
-                    f"`{receiver}.apply_gradients(zip(grads, vars))` (the initial broadcast, HVD021, follows that call)")
-        related.append((applies[0].node, "Keras 3 optimizer API"))
-    backend = backend_not_tensorflow(env)
-    if backend:
-        message += f"; KERAS_BACKEND={backend}: Horovod's TensorFlow ops need the tensorflow backend"
-    yield _warn(ctx, "HVD090", node, message, related)
+    blockers = keras3_blockers(env)
+    related = [(node, f"{what} (Keras 3 only)") for node, what, _ in blockers[:3]]
+    target = ctx.keras_target
+    # the tf_keras target's TF_USE_LEGACY_KERAS=1 goes above the first import (after `__future__`)
+    first = min((n for n in env.imports if "__future__" not in n.get_code(include_prefix=False)),
+                key=lambda n: n.start_pos)
+    legacy = target == "tf_keras" and not _sets_legacy_keras(env)
+    for node, root in imports:
+        if root == "keras_core":
+            what = "`keras_core` is Keras 3 on every TensorFlow"
+        else:
+            what = "standalone `keras` is Keras 3 from TensorFlow 2.16 on (Keras 2 = tf.keras on TF <= 2.15)"
+        message = f"{what}, and Horovod 0.28 runs Keras 2 only"
+        fix = None
+        if blockers:
+            node0, _, reason = blockers[0]
+            more = f" (and {len(blockers) - 1} more Keras-3-only use(s))" if len(blockers) > 1 else ""
+            message += f": not converted, line {node0.start_pos[0]}: {reason}{more}"
+        else:
+            edits = rewrite_edits(ctx.source, node, KERAS3_ROOTS, target)
+            if legacy and node is imports[0][0]:
+                edits.insert(0, legacy_env_edit(ctx.source, first))
+            new = _rewritten(ctx.source, node, edits)
+            message += f": its imports are rewritten to {target_name(target)}"
+            if converting and edits:
+                fix = Fix(f"import Keras 2 ({target}): `{new}`", edits, needs_setup=False)
+        start, end = ctx.source.span(node)
+        yield Finding("HVD090", start, end, message, SEVERITY_RESTRICTION, fix,
+                      related=[Related(*ctx.source.span(n), m) for n, m in related])
+
+
+def _rewritten(source, node, edits) -> str:
+    """The import statement `node` once `edits` (those inside it) are applied."""
+    start, end = source.span(node)
+    text = source.text[start:end]
+    for e in sorted((e for e in edits if start <= e.start and e.end <= end), key=lambda e: -e.start):
+        text = text[:e.start - start] + e.new_text + text[e.end - start:]
+    return text
+
+
+def _sets_legacy_keras(env) -> bool:
+    return any("TF_USE_LEGACY_KERAS" in stmt.get_code() for stmt, _ in env.index.assignments)
 
 
 # -- HVD091 -----------------------------------------------------------------------------------
@@ -133,7 +157,7 @@ def _true_keyword(call):
     return None
 
 
-def _xla(ctx: RuleContext) -> Iterator[Finding]:
+def _xla(ctx: RuleContext, converting: bool = True) -> Iterator[Finding]:
     env, summary = ctx.env, ctx.summary
     if summary is None or not any(not s.distributed for s in summary.sites) and not env.horovod():
         return
@@ -159,8 +183,8 @@ def _xla(ctx: RuleContext) -> Iterator[Finding]:
     for fn, arg in steps.values():
         if ctx.blocked("HVD020", fn.name):
             continue          # nothing Horovod goes into this step
-        yield _warn(ctx, "HVD091", arg, _xla_message(f"training step `{fn.name.value}` is compiled with XLA"),
-                    [(fn.name, "the step that gets Horovod's collectives")])
+        yield _unjit(ctx, arg, f"training step `{fn.name.value}` is compiled with XLA", converting,
+                     [(fn.name, "the step that gets Horovod's collectives")])
     # ``tf.config.optimizer.set_jit(True)``: XLA auto-clustering of every function
     for call in env.index.by_method.get("set_jit", ()):
         arg = call.positional(0) or call.keyword("enabled")
@@ -172,7 +196,41 @@ def _xla(ctx: RuleContext) -> Iterator[Finding]:
         for call in env.index.by_method.get("compile", ()):
             arg = _true_keyword(call) if call.method == "compile" else None
             if arg is not None and not ctx.blocked("HVD011", call.node):
-                yield _warn(ctx, "HVD091", arg, _xla_message("`compile(jit_compile=True)` compiles the fit step with XLA"))
+                yield _unjit(ctx, arg, "`compile(jit_compile=True)` compiles the fit step with XLA", converting)
+
+
+def _unjit(ctx: RuleContext, arg, what: str, converting: bool, related=()) -> Finding:
+    """HVD091 at a ``jit_compile=True`` argument, with its removal as the fix."""
+    finding = _warn(ctx, "HVD091", arg, f"{what}, and the conversion puts Horovod collectives in it, which XLA "
+                    "cannot compile (no XLA kernel for broadcast; allreduce on GPU only): the conversion removes "
+                    f"`{arg.get_code(include_prefix=False).strip()}`", related)
+    if converting:
+        finding.fix = Fix(f"remove `{arg.get_code(include_prefix=False).strip()}` (no collective under XLA)",
+                          [_argument_removal(ctx, arg)], needs_setup=False)
+    return finding
+
+
+def _argument_removal(ctx: RuleContext, arg) -> Edit:
+    """Delete keyword argument `arg` with its comma; ``@tf.function(jit_compile=True)`` loses
+    its parentheses (``@tf.function``)."""
+    src = ctx.source
+    parent = arg.parent
+    if parent.type == "trailer":          # the only argument
+        if parent.parent is not None and parent.parent.parent is not None and \
+                parent.parent.parent.type == "decorator" and parent.get_next_sibling() is None:
+            start, end = src.span(parent)
+            return Edit(start, end, "")
+        start, end = src.span(arg)
+        return Edit(start, end, "")
+    siblings = parent.children
+    i = siblings.index(arg)
+    if i > 0:                              # `, jit_compile=True` from the previous argument's end
+        start = src.offset(siblings[i - 1].start_pos)
+        end = src.offset(arg.end_pos)
+        return Edit(start, end, "")
+    start = src.offset(arg.start_pos)       # the first: `jit_compile=True, ` up to the next one
+    end = src.offset(siblings[2].start_pos) if len(siblings) > 2 else src.offset(siblings[1].end_pos)
+    return Edit(start, end, "")
 
 
 def _xla_message(what: str) -> str:
