@@ -11,7 +11,7 @@ POINTS = [
     (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),
     (2, "same start: initial state broadcast from rank 0", ("HVD021", "HVD050", "HVD060", "HVD071", "HVD072")),
     (3, "gradients averaged", ("HVD011", "HVD012", "HVD020")),
-    (4, "learning rate scaled by hvd.size() once", ("HVD010", "HVD013")),
+    (4, "learning rate scaled by hvd.size() once", ("HVD010", "HVD012", "HVD013")),   # HVD012 scales too
     (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD073")),
     (6, "callbacks as Horovod's guide orders them", ("HVD050", "HVD204")),
     (7, "side effects from rank 0 (prints, files), reads after a barrier",
@@ -35,8 +35,8 @@ def build(analysis: Analysis, path: str = "") -> dict:
     points = []
     for number, title, point_codes in POINTS:
         mine = set(point_codes) | {c for c, p in MISUSE_POINT.items() if p == number}
-        changes = [{"code": f.code, "line": src.position(f.start)[0] + 1, "change": f.fix.title, "message": f.message}
-                   for f in sites if f.code in mine]
+        changes = _unique([{"code": f.code, "line": src.position(f.start)[0] + 1, "change": f.fix.title,
+                            "message": f.message} for f in sites if f.code in mine])
         # a misuse the point's own changes repair (HVD205 by the broadcast HVD050/HVD021 adds)
         # is not left; one with nothing done about it is
         left = [] if changes else [f"line {src.position(f.start)[0] + 1}: {f.code} {f.message}"
@@ -82,6 +82,18 @@ def build(analysis: Analysis, path: str = "") -> dict:
     return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
 
 
+def _unique(changes: list[dict]) -> list[dict]:
+    """One line per change: two sites of one rule on one line (an optimizer created and
+    compiled in one statement) are one change to the reader."""
+    seen, out = set(), []
+    for c in changes:
+        key = (c["code"], c["line"], c["change"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
 def text(report: dict) -> str:
     """The human form: one line per contract point, then its changes."""
     lines = [f"horovodize report for {report['path'] or '<input>'} (loop: {report['loop']})"]
@@ -89,6 +101,8 @@ def text(report: dict) -> str:
         lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:")
         for r in report["reasons"]:
             lines.append(f"    line {r['line']}: {r['code']} {r['message']}")
+        lines.append("  nothing else was done: every point of the contract waits for the restriction above")
+        return "\n".join(lines)
     for p in report["points"][:-1]:
         reason = f" ({p['reason']})" if p["reason"] else ""
         lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
