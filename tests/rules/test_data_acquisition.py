@@ -1,4 +1,5 @@
-"""HVD044 (data acquired once per host) and the report's point 9, through the engine (no LSP)."""
+"""HVD044 (data acquired once per host) and the report's point 9, through the engine (no LSP),
+and HVD043's rounding up (``ceil``) with its ``import math``."""
 
 from __future__ import annotations
 
@@ -74,3 +75,15 @@ def test_file_system_if_is_wrapped_whole():
     out = convert_text(text)
     # the `if` is inside the wrapper: a rank that finds the file already there still joins the allreduce
     assert out.index('name="data_barrier"') < out.index("if not os.path.exists") < out.index("local_rank() == 0")
+
+
+def test_epochs_rounded_up_and_one_epoch_left_alone():
+    arrays = "import numpy as np\nimport tensorflow as tf\n\nx = np.zeros((8, 1))\ny = x\n"
+    out = convert_text(arrays + FIT_TAIL)
+    assert "epochs=int(math.ceil(4 / hvd.size()))" in out and "\nimport math\n" in out
+    aliased = "import math as m\n" + arrays + FIT_TAIL
+    assert "epochs=int(m.ceil(4 / hvd.size()))" in convert_text(aliased)
+    one = arrays.replace("y = x\n", "y = x\nEPOCHS = 1\n") + FIT_TAIL.replace("epochs=4", "epochs=EPOCHS")
+    out = convert_text(one)
+    assert "epochs=EPOCHS," in out and "math" not in out
+    assert point(one, 5)["status"] == "not done"
