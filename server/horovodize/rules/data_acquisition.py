@@ -10,9 +10,10 @@ extraction never run on several ranks at once into the same path.
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
-  the number of hosts; consecutive acquisitions share one wrapper. An archive the others
-  extract again (``get_file(extract=True)``, ``extractall``) is followed by one more
-  allreduce on every rank, so no rank reads files while another rewrites them.
+  the number of hosts; consecutive acquisitions (up to 3 plain lines apart) share one
+  wrapper. An archive the others extract again (``get_file(extract=True)``, ``extractall``)
+  is followed by one more allreduce on every rank, so no rank reads files while another
+  rewrites them.
 
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
 (a rank must not skip the allreduce because local rank 0 already made the file exist).
@@ -142,7 +143,7 @@ def _wrappers(ctx: RuleContext, wrapped: list) -> Iterator[Finding]:
     ordered = sorted(units.values(), key=lambda u: u[0].start_pos)
     groups: list[list] = []
     for u in ordered:
-        if groups and _next_statement(groups[-1][-1][0]) is u[0]:
+        if groups and _joins(ctx, groups[-1][-1][0], u[0]):
             groups[-1].append(u)
         else:
             groups.append([u])
@@ -211,13 +212,23 @@ def _fs_test(stmt) -> bool:
     return any(any(w in t.get_code(include_prefix=False) for w in FS_TEST) for t in tests)
 
 
-def _next_statement(stmt):
-    parent = stmt.parent
-    siblings = [c for c in getattr(parent, "children", ()) if c.type not in ("newline", "endmarker", "indent")]
-    for i, c in enumerate(siblings):
-        if c is stmt:
-            return siblings[i + 1] if i + 1 < len(siblings) else None
-    return None
+def _joins(ctx: RuleContext, prev, unit, bridge: int = 3) -> bool:
+    """`unit` follows `prev` in the same block, at most `bridge` plain lines between them that
+    neither train nor call Horovod (``zip_file = ZipFile(zip_path)`` between a ``get_file``
+    and its ``extractall``): one wrapper covers them all."""
+    if prev.parent is not unit.parent:
+        return False
+    siblings = [c for c in prev.parent.children if c.type not in ("newline", "endmarker", "indent")]
+    i, j = _index(siblings, prev), _index(siblings, unit)
+    if i is None or j is None or j <= i:
+        return False
+    between = siblings[i + 1:j]
+    return len(between) <= bridge and all(
+        s.type == "simple_stmt" and not _trains(ctx, s) and not mentions_hvd(s, ctx) for s in between)
+
+
+def _index(items, item):
+    return next((i for i, c in enumerate(items) if c is item), None)
 
 
 def _locked(stmt) -> bool:
