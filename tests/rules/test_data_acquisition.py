@@ -87,3 +87,14 @@ def test_epochs_rounded_up_and_one_epoch_left_alone():
     out = convert_text(one)
     assert "epochs=EPOCHS," in out and "math" not in out
     assert point(one, 5)["status"] == "not done"
+
+
+def test_converted_output_offers_no_second_fix():
+    """The conversion's own wrapper is recognised: its output (a Horovod program, where HVD044
+    would be a hint) reports no HVD044 inside or after it, nor on the per-rank path."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "HVD044"
+    for expected in sorted(fixtures.glob("*.expected.py")):
+        found = [f for f in analyze(expected.read_text()).findings if f.code == "HVD044"]
+        assert not found, f"{expected.name}: {[f.message for f in found]}"

@@ -244,19 +244,34 @@ def _locked(stmt) -> bool:
 
 
 def _after_own_barrier(stmt) -> bool:
-    """The statement right after a barrier (the user's own local-rank-0-first, or this rule's)."""
-    cur = stmt
-    while cur.parent is not None and cur.parent.type not in ("suite", "file_input"):
+    """The statement right after a barrier (the user's own local-rank-0-first), or inside
+    this rule's wrapper (a rank ``if`` holding an allreduce a few statements before it and
+    another after it)."""
+    cur, first = stmt, True
+    while cur.parent is not None and cur.type != "funcdef":
+        if cur.parent.type in ("suite", "file_input"):
+            siblings = [c for c in cur.parent.children if c.type not in ("newline", "endmarker", "indent")]
+            i = _index(siblings, cur)
+            if first and i and _barrier_like(siblings[i - 1]):
+                return True
+            first = False
+            if i is not None and any(_rank_if_allreduce(s) for s in siblings[max(0, i - 12):i]) \
+                    and any(_rank_if_allreduce(s) for s in siblings[i + 1:i + 13]):
+                return True
         cur = cur.parent
-    prev = cur.get_previous_sibling()
-    while prev is not None and prev.type == "newline":
-        prev = prev.get_previous_sibling()
-    if prev is None:
-        return False
+    return False
+
+
+def _barrier_like(prev) -> bool:
     code = prev.get_code(include_prefix=False)
     if prev.type == "if_stmt" and "rank()" in prev.children[1].get_code(include_prefix=False):
         return True                        # ``if hvd.local_rank() == 0: download(...)`` just above
     return ("allreduce" in code and "barrier" in code) or ".join()" in code
+
+
+def _rank_if_allreduce(stmt) -> bool:
+    return stmt.type == "if_stmt" and "local_rank()" in stmt.children[1].get_code(include_prefix=False) \
+        and "allreduce" in stmt.get_code(include_prefix=False)
 
 
 def _trains(ctx: RuleContext, stmt) -> bool:

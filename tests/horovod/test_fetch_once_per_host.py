@@ -35,10 +35,10 @@ def _archive(tmp_path) -> str:
     """features.zip holding features.npz (256 examples), built by the Horovod venv's numpy."""
     py, _ = H.require_hvd_env()
     npz = tmp_path / "features.npz"
-    subprocess.run([str(py), "-c", "import sys, numpy as np; rng = np.random.default_rng(0); "
-                    "x = rng.normal(size=(256, 8)).astype('float32'); "
-                    "np.savez(sys.argv[1], x=x, y=(x.sum(axis=1) > 0).astype('int32'))", str(npz)],
-                   check=True, timeout=120)
+    code = ("import sys, numpy as np; rng = np.random.default_rng(0); "
+            "x = rng.normal(size=(256, 8)).astype('float32'); "
+            "np.savez(sys.argv[1], x=x, y=(x.sum(axis=1) > 0).astype('int32'))")
+    subprocess.run([str(py), "-c", code, str(npz)], check=True, timeout=120)
     archive = tmp_path / "features.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.write(npz, "features.npz")
