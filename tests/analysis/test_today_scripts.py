@@ -294,7 +294,8 @@ def test_convert_report_repeats_the_trap_warnings(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{keras3}:1:1: warning: HVD090 `keras_core` is Keras 3" in err
     assert f"{keras3}:2:1: warning: HVD090 `keras_core` is Keras 3" in err
-    assert "11. a stack that can run it (Keras 2 imports, no collective under XLA): blocked (line 2: `keras.ops`" in err
+    assert "  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:" in err
+    assert "    line 2: HVD090 `keras.ops` exists only in Keras 3" in err      # (the refusal says it once)
     assert (tmp_path / "out.py").read_text() == KERAS_CORE_FUNCTIONAL
     cli.main(["convert", "--diff", str(strategy)])      # (a refused conversion may exit non-zero)
     out = capsys.readouterr()

@@ -47,7 +47,7 @@ SPECS = [
     # keras-io GAN shape: a custom compile(d_optimizer=Adam(...), g_optimizer=Adam(...)) and a
     # train_step with two tapes: both inline optimizers are scaled and distributed
     Spec("keras_custom_compile_gan.py", {"lr": 1e-3, "lr2": 2e-3}),
-    # fit on arrays: epochs=2 becomes max(1, 2 // hvd.size()) = 1 epoch of 8 batches per rank
+    # fit on arrays: epochs=2 becomes int(math.ceil(2 / hvd.size())) = 1 epoch of 8 batches per rank
     # (HVD043; Keras prints no 'Epoch 1/1'); the user's callback runs on every rank (it may steer training).
     Spec("keras_fit.py", {"lr": 0.001},
          [r"user-callback epoch 0", r"Total params", r"8/8 \[="], ["fit-ckpt"],

@@ -48,12 +48,12 @@ def test_verbose(before, after):
 @pytest.mark.parametrize("before, after", [
     # The value of the last argument is rewritten, then the new keyword follows it.
     ("model.fit(x, y, epochs=2, verbose=2)",
-     f"model.fit(x, y, epochs=max(1, 2 // hvd.size()), verbose=2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
     # verbose=0 is silent on every rank already: no verbose edit
     ("model.fit(x, y, epochs=2, verbose=0)",
-     f"model.fit(x, y, epochs=max(1, 2 // hvd.size()), verbose=0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=0, callbacks=[{BCAST}])"),
     ("model.fit(x, y, 16, 4, 2)",
-     f"model.fit(x, y, 16, max(1, 4 // hvd.size()), 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, 16, int(math.ceil(4 / hvd.size())), 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
     ("model.fit(x, callbacks=cbs)",
      f"model.fit(x, callbacks=[{FIRST}] + list(cbs or []), verbose=1 if hvd.rank() == 0 else 0)"),
     ("model.fit(x)",

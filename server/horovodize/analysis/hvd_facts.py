@@ -752,4 +752,4 @@ __all__ = ["HvdFacts", "CallbackEntry", "CallbackList", "build_facts", "api_name
 
 # Codes whose edits are hints in a program already distributed by hand: shown as quick
 # fixes, never applied by the whole-file fix (Horovod's own examples print on every rank).
-HINTS_WHEN_DISTRIBUTED = frozenset({"HVD030", "HVD051"})
+HINTS_WHEN_DISTRIBUTED = frozenset({"HVD030", "HVD051", "HVD044"})

@@ -2,10 +2,13 @@
 
 Order matters only where two rules insert at the same offset (e.g. HVD050's
 ``callbacks=`` before HVD051's ``verbose=`` at a ``fit`` call's closing parenthesis):
-edits at one point are applied in the order the rules yield them.
+edits at one point are applied in the order the rules yield them. HVD044's wrapper comes
+right after the set-up: its closing allreduce must precede a barrier HVD033 puts before
+the next statement (two collectives in a different order on two ranks would hang).
 """
 
 from . import (
+    data_acquisition,
     data_shard,
     estimator,
     gradient_tape,
@@ -16,7 +19,7 @@ from . import (
     work_division,
 )
 
-RULE_MODULES = (setup_imports, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
+RULE_MODULES = (setup_imports, data_acquisition, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
 
 from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
 

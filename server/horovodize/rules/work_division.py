@@ -7,8 +7,10 @@ collective steps (contract point 5).
   does not divide evenly cannot give one rank one more allreduce (a hang).
 * HVD042: step bounds are divided: ``fit(steps_per_epoch=, validation_steps=)``, Estimator
   ``train(steps=, max_steps=)`` and ``TrainSpec(max_steps=)`` (never to 0).
-* HVD043: ``fit`` on in-memory arrays divides its epochs, as Horovod's Keras examples do:
-  each rank sees every example, in its own order, for 1/N of the epochs.
+* HVD043: ``fit`` on in-memory arrays divides its epochs, as Horovod's Keras examples do
+  (``int(math.ceil(epochs / hvd.size()))``): each rank sees every example, in its own
+  order, for 1/N of the epochs. One epoch (a literal, or a name bound only to it) divides
+  nothing: left alone, and the report says so.
 
 The analysis (`training_data`) also tells HVD040 which ``take(n)`` calls bound training:
 a ``take(1)`` that only peeks at a batch is left alone.
@@ -23,6 +25,7 @@ from typing import Iterator
 
 from ..analysis.loop import ESTIMATOR, FIT, TAPE
 from ..parse import nodes as N
+from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 
@@ -217,6 +220,48 @@ def divide(ctx: RuleContext, value) -> list[Edit]:
     return [Edit(start, end, f"max(1, {inner} // {ctx.hvd}.size())")]
 
 
+def divide_epochs(ctx: RuleContext, value) -> list[Edit]:
+    """``int(math.ceil(<value> / hvd.size()))``, as Horovod's Keras examples divide epochs
+    (never 0; 3 epochs on 2 ranks is 2, not 1), with ``import math`` when the file lacks it."""
+    math, edits = _math_module(ctx)
+    start, end = ctx.source.span(value)
+    inner = ctx.source.text[start:end]
+    if value.type not in ("name", "number", "atom", "atom_expr", "power", "term", "factor"):
+        inner = f"({inner})"
+    return edits + [Edit(start, end, f"int({math}.ceil({inner} / {ctx.hvd}.size()))")]
+
+
+def _math_module(ctx: RuleContext) -> tuple[str, list[Edit]]:
+    """The name the file binds ``math`` to at its top, or ``math`` and the edit importing it
+    on the line after the last top import (before the set-up, which goes after that line)."""
+    top = ctx.env.top_imports_end
+    for stmt in ctx.source.module.children:
+        if stmt.type == "simple_stmt" and stmt.children[0].type in ("import_name", "import_from"):
+            for local, full in import_bindings(stmt.children[0]):
+                if full == "math" and local.isidentifier():
+                    return local, []
+        if top is not None and stmt is top:
+            break
+    if top is None:
+        return "math", []
+    src = ctx.source
+    eol = ctx.stmt_end(top)
+    cut = eol - len(src.text[:eol]) + len(src.text[:eol].rstrip("\r\n"))
+    return "math", [Edit(cut, cut, f"{ctx.nl}import math")]
+
+
+def _constant(ctx: RuleContext, value):
+    """The literal a name is bound to when every module-level assignment of it is that one
+    literal (``EPOCHS = 1``), else the value itself."""
+    if value.type != "name":
+        return value
+    found = [b for b in ctx.env.bindings if b.name == value.value and b.scope is ctx.source.module]
+    values = {b.value.get_code(include_prefix=False) for b in found if b.value is not None}
+    if len(found) >= 1 and len(values) == 1 and all(b.value is not None and b.value.type == "number" for b in found):
+        return found[0].value
+    return value
+
+
 def _sharded(pipe: Pipeline) -> bool:
     return bool(pipe.method("shard"))
 
@@ -250,7 +295,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if pipe is not None or use.expr is None:
                 continue           # a dataset built elsewhere: nothing safe to divide
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
-            if epochs is None or indivisible(epochs.value):
+            if epochs is None or indivisible(epochs.value) or indivisible(_constant(ctx, epochs.value)):
                 note(ctx, call.node, "not divided: fit on in-memory data runs 1 epoch, which cannot be "
                      "divided; slice the arrays per rank or train more epochs")
                 continue
@@ -259,7 +304,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if mentions_hvd(use.expr, ctx):
                 continue           # x already sliced per rank
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
-                          Fix(RULES["HVD043"][1], divide(ctx, epochs.value)))
+                          Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
         elif site.kind == TAPE:
             pipe = use.pipe
             if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx):

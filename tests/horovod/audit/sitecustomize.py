@@ -1,7 +1,7 @@
 """Audit hook for the Horovod run tier (on PYTHONPATH only when a test asks for it).
 
 Records, per process, every file the Python level opens for writing, every directory it
-makes and every rename, into ``$HVD_AUDIT_DIR/audit-<rank>.jsonl`` at exit. The rank comes
+makes and every rename (with its wall-clock time, ``t``), into ``$HVD_AUDIT_DIR/audit-<rank>.jsonl`` at exit. The rank comes
 from ``HOROVOD_RANK`` (set by horovodrun; absent: 0). Writes done in C++ (TensorFlow
 checkpoints, SavedModel, h5py) raise no audit event: the programs put those in per-rank
 directories, which the tests inspect.
@@ -10,6 +10,7 @@ import atexit
 import json
 import os
 import sys
+import time
 
 _DIR = os.environ.get("HVD_AUDIT_DIR")
 _EXCLUDE = tuple(p for p in (os.environ.get("HVD_REPORT_DIR"), _DIR, "/dev/", "/proc/") if p)
@@ -35,9 +36,9 @@ def _hook(event, args):
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
             (mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
         if writing and _keep(path):
-            _events.append({"event": "write", "path": os.path.abspath(os.fsdecode(path))})
+            _events.append({"event": "write", "path": os.path.abspath(os.fsdecode(path)), "t": time.time()})
     elif event in ("os.mkdir", "os.rename", "os.replace") and args and _keep(args[0]):
-        _events.append({"event": event, "path": os.path.abspath(os.fsdecode(args[0]))})
+        _events.append({"event": event, "path": os.path.abspath(os.fsdecode(args[0])), "t": time.time()})
 
 
 def _dump():

@@ -1,0 +1,282 @@
+"""Data acquired once per host (contract point 9, HVD044): downloads, caches and archive
+extraction never run on several ranks at once into the same path.
+
+* ``<keras>.datasets.{mnist,imdb,reuters,boston_housing}.load_data()`` takes a per-rank
+  path, Horovod's own idiom: ``load_data(path="mnist-%d.npz" % hvd.rank())``.
+* A folder every rank makes (``os.makedirs``/``os.mkdir``) is HVD032's (``exist_ok=True``),
+  whether it holds data or outputs.
+* Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
+  ``tfds.load``, ``download_and_prepare``, ``gdown``, ``urlretrieve``, ``extractall``,
+  ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
+  ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
+  statement on the host's cache. Every rank calls that allreduce exactly once, whatever
+  the number of hosts; consecutive acquisitions (up to 3 plain lines apart) share one
+  wrapper. An archive the others extract again (``get_file(extract=True)``, ``extractall``)
+  is followed by one more allreduce on every rank, so no rank reads files while another
+  rewrites them.
+
+The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
+(a rank must not skip the allreduce because local rank 0 already made the file exist).
+
+Requires: env (aliases, callers), facts (rank guards, init), loop summary (what trains).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ..parse import nodes as N
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .setup_imports import tf_name
+
+RULES = {
+    "HVD044": ("data-fetched-per-host", "Fetch the data once per host (per-rank path, or local rank 0 first)"),
+}
+# load_data's own default file name, for the datasets whose load_data takes a `path`
+# (Keras 2.15: cifar10, cifar100 and fashion_mnist take none).
+PER_RANK_PATH = {"mnist": "mnist.npz", "imdb": "imdb.npz", "reuters": "reuters.npz",
+                 "boston_housing": "boston_housing.npz"}
+LOAD_DATA = re.compile(r"^(?:tensorflow\.)?keras\.datasets\.(\w+)\.load_data$")
+FETCH_DOTTED = {"tfds.load", "tensorflow_datasets.load", "gdown.download", "gdown.download_folder",
+                "gdown.cached_download", "urllib.request.urlretrieve", "request.urlretrieve", "urlretrieve",
+                "wget.download"}
+EXTRACT_DOTTED = {"shutil.unpack_archive"}
+TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
+NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
+         "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt")
+FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
+BARRIER = "data_barrier"
+
+
+def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
+    """What the call does to the host's files: "path" (load_data with a per-rank path),
+    "fetch", "extract" (the others write the files again), or None. (A folder made by every
+    rank, ``os.makedirs``/``os.mkdir``, is HVD032's: ``exist_ok=True``, whatever the folder holds.)"""
+    if call.has_star():
+        return None
+    q = ctx.env.callee_qualname(call) or ""
+    dotted = call.callee_dotted() or ""
+    name = call.method or dotted
+    if name in ctx.env.functions and "." not in dotted:
+        return None                        # the program's own function of that name
+    m = LOAD_DATA.match(q)
+    if m:
+        if m.group(1) in PER_RANK_PATH and not call.args:
+            return "path"
+        path = call.keyword("path") or call.positional(0)
+        if path is not None and path.value.type not in ("string", "strings"):
+            return None                    # a path the program computes (``% os.getpid()``): its own choice
+        return "fetch"
+    if name == "get_file" and "keras" in q:
+        extract = call.keyword("extract")
+        return "extract" if extract is not None and extract.value.get_code(include_prefix=False) != "False" \
+            else "fetch"
+    if dotted in FETCH_DOTTED:
+        download = call.keyword("download")
+        if download is not None and download.value.get_code(include_prefix=False) == "False":
+            return None
+        return "fetch"
+    if call.method == "download_and_prepare":
+        return "fetch"
+    if call.method == "extractall" or dotted in EXTRACT_DOTTED:
+        return "extract"
+    if dotted in TEXT_FROM_URL:       # numpy's DataSource downloads a URL into the working directory
+        first = call.keyword("fname") or call.positional(0)
+        if first is not None and re.match(r"""^[rbuRBU]*['"](https?|ftp)://""", first.value.get_code(include_prefix=False)):
+            return "fetch"
+        return None
+    return None
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    if ctx.env.tf_alias() is None and ctx.facts.uses_horovod:
+        return                        # no tensorflow name to build the allreduce with
+    wrapped: list = []                # (unit, call, kind) for the local-rank-0-first wrapper
+    for name in NAMES:
+        for call in ctx.calls(name):
+            kind = acquisition(ctx, call)
+            if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
+                continue
+            stmt = N.statement_of(call.node)
+            if under_rank0_guard(stmt, ctx) or _locked(stmt) or _after_own_barrier(stmt):
+                continue
+            if kind == "path":
+                dataset = LOAD_DATA.match(ctx.env.callee_qualname(call)).group(1)
+                text = f'path="{PER_RANK_PATH[dataset].replace(".npz", "-%d.npz")}" % {ctx.hvd}.rank()'
+                yield finding(ctx, "HVD044", call.node, "every rank downloads the dataset into the same file",
+                              Fix("Give each rank its own download path", ctx.add_keyword(call, text)))
+            else:
+                unit = _unit(ctx, call)
+                if unit is None:
+                    note(ctx, call.node, "not done: every rank fetches here and no statement can be wrapped "
+                         "(a return, a statement that trains, or one that shares its line): fetch it "
+                         "on local rank 0 first, then the others")
+                    continue
+                wrapped.append((unit, call, kind))
+    yield from _wrappers(ctx, wrapped)
+
+
+def _wrappers(ctx: RuleContext, wrapped: list) -> Iterator[Finding]:
+    """One local-rank-0-first wrapper per run of consecutive units in one block."""
+    units: dict[int, tuple] = {}
+    for unit, call, kind in wrapped:
+        u = units.setdefault(id(unit), (unit, [], set()))
+        u[1].append(call)
+        u[2].add(kind)
+    ordered = sorted(units.values(), key=lambda u: u[0].start_pos)
+    groups: list[list] = []
+    for u in ordered:
+        if groups and _joins(ctx, groups[-1][-1][0], u[0]):
+            groups[-1].append(u)
+        else:
+            groups.append([u])
+    hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
+    tf = ctx.env.tf_alias() or tf_name(ctx)
+    reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
+    for group in groups:
+        first, last = group[0][0], group[-1][0]
+        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in group):
+            continue
+        before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
+        after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
+        if any("extract" in u[2] for u in group):
+            after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
+                      "# no rank reads while another extracts again")
+        edits = [ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(last, after)]
+        fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
+        for _unit, calls, _kinds in group:
+            for call in calls:
+                yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
+
+
+def _unit(ctx: RuleContext, call: N.Call):
+    """The statement to wrap: the line holding the call, or the ``with``/``try``/file-system
+    ``if`` around it; None when no wrapper can go around it (a ``return``, a statement that
+    trains, a line shared with another statement, code above the set-up)."""
+    small = N.statement_of(call.node)
+    if small.type in N.COMPOUND:
+        member = small
+    elif small.type in ("return_stmt", "yield_expr") or any(n.type == "yield_expr" for n in N.walk(small)):
+        return None
+    elif N.alone_on_line(small):
+        member = N.simple_stmt_of(small) or small
+    else:
+        line = N.simple_stmt_of(small)
+        owner = line.parent if line is not None else None
+        if owner is None or owner.type not in ("if_stmt", "with_stmt", "try_stmt", "for_stmt", "while_stmt") \
+                or any(c.type != "newline" and c is not small and not (c.type == "operator" and c.value == ";")
+                       for c in line.children):
+            return None
+        member = owner                     # ``if not os.path.exists(p): get_file(...)`` on one line
+    while member.parent is not None and member.parent.type == "suite":
+        owner = member.parent.parent
+        if owner.type in ("with_stmt", "try_stmt") or (
+                owner.type in ("if_stmt", "while_stmt") and _fs_test(owner)):
+            if _trains(ctx, owner):
+                break
+            member = owner
+            continue
+        break
+    if member.parent is None or member.parent.type not in ("suite", "file_input"):
+        return None
+    if _trains(ctx, member) or mentions_hvd(member, ctx):
+        return None
+    if _called_on_rank0_only(ctx, N.func_scope_of(member)):
+        return None
+    top = ctx.env.top_imports_end
+    if N.func_scope_of(member) is None and top is not None and member.start_pos < top.end_pos:
+        return None                        # above the set-up: Horovod is not initialised yet
+    return member
+
+
+def _fs_test(stmt) -> bool:
+    """An ``if``/``while`` whose test reads the file system (``if not os.path.exists(p):``)."""
+    tests = [stmt.children[i + 1] for i, c in enumerate(stmt.children) if c in ("if", "elif", "while")]
+    return any(any(w in t.get_code(include_prefix=False) for w in FS_TEST) for t in tests)
+
+
+def _joins(ctx: RuleContext, prev, unit, bridge: int = 3) -> bool:
+    """`unit` follows `prev` in the same block, at most `bridge` plain lines between them that
+    neither train nor call Horovod (``zip_file = ZipFile(zip_path)`` between a ``get_file``
+    and its ``extractall``): one wrapper covers them all."""
+    if prev.parent is not unit.parent:
+        return False
+    siblings = [c for c in prev.parent.children if c.type not in ("newline", "endmarker", "indent")]
+    i, j = _index(siblings, prev), _index(siblings, unit)
+    if i is None or j is None or j <= i:
+        return False
+    between = siblings[i + 1:j]
+    return len(between) <= bridge and all(
+        s.type == "simple_stmt" and not _trains(ctx, s) and not mentions_hvd(s, ctx) for s in between)
+
+
+def _index(items, item):
+    return next((i for i, c in enumerate(items) if c is item), None)
+
+
+def _locked(stmt) -> bool:
+    """Inside ``with FileLock(...)`` (Horovod's PyTorch examples) or another lock."""
+    cur = stmt.parent
+    while cur is not None and cur.type != "funcdef":
+        if cur.type == "with_stmt":
+            items = "".join(c.get_code(include_prefix=False) for c in cur.children[1:-2])
+            if "lock" in items.lower():
+                return True
+        cur = cur.parent
+    return False
+
+
+def _after_own_barrier(stmt) -> bool:
+    """The statement right after a barrier (the user's own local-rank-0-first), or inside
+    this rule's wrapper (a rank ``if`` holding an allreduce a few statements before it and
+    another after it)."""
+    cur, first = stmt, True
+    while cur.parent is not None and cur.type != "funcdef":
+        if cur.parent.type in ("suite", "file_input"):
+            siblings = [c for c in cur.parent.children if c.type not in ("newline", "endmarker", "indent")]
+            i = _index(siblings, cur)
+            if first and i and _barrier_like(siblings[i - 1]):
+                return True
+            first = False
+            if i is not None and any(_rank_if_allreduce(s) for s in siblings[max(0, i - 12):i]) \
+                    and any(_rank_if_allreduce(s) for s in siblings[i + 1:i + 13]):
+                return True
+        cur = cur.parent
+    return False
+
+
+def _barrier_like(prev) -> bool:
+    code = prev.get_code(include_prefix=False)
+    if prev.type == "if_stmt" and "rank()" in prev.children[1].get_code(include_prefix=False):
+        return True                        # ``if hvd.local_rank() == 0: download(...)`` just above
+    return ("allreduce" in code and "barrier" in code) or ".join()" in code
+
+
+def _rank_if_allreduce(stmt) -> bool:
+    return stmt.type == "if_stmt" and "local_rank()" in stmt.children[1].get_code(include_prefix=False) \
+        and "allreduce" in stmt.get_code(include_prefix=False)
+
+
+def _trains(ctx: RuleContext, stmt) -> bool:
+    """The statement holds a training step or its loop, or calls a function that trains."""
+    start, end = stmt.start_pos, stmt.end_pos
+    inside = lambda n: n is not None and start <= n.start_pos and n.end_pos <= end  # noqa: E731
+    if any(inside(s.node) or inside(s.driver) for s in ctx.summary.sites):
+        return True
+    return any(ctx.summary.functions.get(t) for t in (ctx.env.call_target(c) for c in N.calls_in(stmt))
+               if t is not None)
+
+
+def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
+    """A function some of whose calls run under a rank guard: not every rank reaches it."""
+    if fn is None or fn.type != "funcdef":
+        return False
+    return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
+
+
+def note(ctx: RuleContext, node, text: str) -> None:
+    """A contract-point-9 remark for the conversion report."""
+    notes = ctx.__dict__.setdefault("notes", [])
+    if (9, node.start_pos[0], text) not in notes:
+        notes.append((9, node.start_pos[0], text))

@@ -1,0 +1,100 @@
+"""HVD044 (data acquired once per host) and the report's point 9, through the engine (no LSP),
+and HVD043's rounding up (``ceil``) with its ``import math``."""
+
+from __future__ import annotations
+
+from horovodize.app import report
+from horovodize.engine import analyze, conversion, convert_text
+
+FIT_TAIL = """
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(x, y, epochs=4)
+"""
+
+
+def point(text: str, number: int) -> dict:
+    data = report.build(conversion(text))
+    return next(p for p in data["points"] if p["point"] == number)
+
+
+def test_report_point_9_done_with_the_wrapper():
+    text = "import tensorflow as tf\n\n(x, y), _ = tf.keras.datasets.cifar10.load_data()\n" + FIT_TAIL
+    p = point(text, 9)
+    assert p["status"] == "done" and [c["code"] for c in p["changes"]] == ["HVD044"]
+    out = convert_text(text)
+    # every rank calls the allreduce exactly once: before the fetch on the others, after it on local rank 0
+    assert out.count('name="data_barrier"') == 2
+    assert out.index("local_rank() != 0") < out.index("cifar10.load_data()") < out.index("local_rank() == 0")
+
+
+def test_report_point_9_nothing_to_change_and_not_done():
+    plain = "import numpy as np\nimport tensorflow as tf\n\nx = np.zeros((8, 1))\ny = x\n" + FIT_TAIL
+    assert point(plain, 9)["status"] == "nothing to change"
+    in_return = ("import tensorflow as tf\n\n\ndef data():\n    return tf.keras.datasets.cifar10.load_data()[0]\n\n\n"
+                 "x, y = data()\n" + FIT_TAIL)
+    p = point(in_return, 9)
+    assert p["status"] == "not done" and "return" in p["notes"][0]["note"]
+    assert "data_barrier" not in convert_text(in_return)
+
+
+def test_report_point_9_left_to_the_user_in_a_program_distributed_by_hand():
+    text = ("import math\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\n\nhvd.init()\n"
+            "(x, y), _ = tf.keras.datasets.cifar10.load_data()\n"
+            "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+            "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01 * hvd.size())), loss='mse')\n"
+            "model.fit(x, y, epochs=int(math.ceil(4 / hvd.size())), "
+            "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])\n")
+    assert any(f.code == "HVD044" for f in analyze(text).rule_sites)     # offered as a quick fix
+    assert convert_text(text) == text                                    # not applied by convert
+    p = point(text, 9)
+    assert p["status"] == "not done" and "HVD044" in p["reason"]
+
+
+def test_no_wrapper_where_ranks_do_not_all_arrive():
+    hvd_program = ("import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\n\nhvd.init()\n\n\n"
+                   "def fetch():\n    tf.keras.utils.get_file('a.zip', 'http://x/a.zip')\n\n\n{call}\n")
+    # a function only rank 0 calls: an allreduce in it would wait for ranks that never come
+    only_rank0 = hvd_program.format(call="if hvd.rank() == 0:\n    fetch()")
+    assert not [f for f in analyze(only_rank0).rule_sites if f.code == "HVD044"]
+    everywhere = hvd_program.format(call="fetch()")
+    assert [f for f in analyze(everywhere).rule_sites if f.code == "HVD044"]
+    trains = ("import tensorflow as tf\nimport tensorflow_datasets as tfds\n\n"
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+              "model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\n"
+              "model.fit(tfds.load('mnist', split='train', as_supervised=True).batch(8), epochs=2)\n")
+    out = convert_text(trains)
+    assert "data_barrier" not in out       # local rank 0 would train alone and hang in its allreduce
+    assert point(trains, 9)["status"] == "not done"
+
+
+def test_file_system_if_is_wrapped_whole():
+    text = ("import os\nimport urllib.request\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "if not os.path.exists('d.csv'):\n    urllib.request.urlretrieve('http://x/d.csv', 'd.csv')\n"
+            "x = np.loadtxt('d.csv')\ny = x\n" + FIT_TAIL)
+    out = convert_text(text)
+    # the `if` is inside the wrapper: a rank that finds the file already there still joins the allreduce
+    assert out.index('name="data_barrier"') < out.index("if not os.path.exists") < out.index("local_rank() == 0")
+
+
+def test_epochs_rounded_up_and_one_epoch_left_alone():
+    arrays = "import numpy as np\nimport tensorflow as tf\n\nx = np.zeros((8, 1))\ny = x\n"
+    out = convert_text(arrays + FIT_TAIL)
+    assert "epochs=int(math.ceil(4 / hvd.size()))" in out and "\nimport math\n" in out
+    aliased = "import math as m\n" + arrays + FIT_TAIL
+    assert "epochs=int(m.ceil(4 / hvd.size()))" in convert_text(aliased)
+    one = arrays.replace("y = x\n", "y = x\nEPOCHS = 1\n") + FIT_TAIL.replace("epochs=4", "epochs=EPOCHS")
+    out = convert_text(one)
+    assert "epochs=EPOCHS," in out and "math" not in out
+    assert point(one, 5)["status"] == "not done"
+
+
+def test_converted_output_offers_no_second_fix():
+    """The conversion's own wrapper is recognised: its output (a Horovod program, where HVD044
+    would be a hint) reports no HVD044 inside or after it, nor on the per-rank path."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "HVD044"
+    for expected in sorted(fixtures.glob("*.expected.py")):
+        found = [f for f in analyze(expected.read_text()).findings if f.code == "HVD044"]
+        assert not found, f"{expected.name}: {[f.message for f in found]}"
