@@ -50,22 +50,31 @@ def test_ordinary_programs_have_no_restriction(check, name):
 
 
 # -- R1 ------------------------------------------------------------------------------------------
-def test_r1_tensorflow_imported_below_code_blocks_the_setup(check):
+def test_r1_tensorflow_imported_below_code_gets_the_setup_after_it(check):
     r = check("import numpy as np\nnp.random.seed(0)\nimport tensorflow as tf\n" + HEAD.split("\n", 1)[1]
               + "opt = tf.keras.optimizers.Adam(0.1)\n" + STEP + LOOP)
-    f = r.one("HVD-R1")
-    assert r.src(f) == "import tensorflow as tf"
-    assert_blocks(r, f, "HVD001", "HVD002")
-    assert r.related(f) == [("np.random.seed(0)", "the first statement that is not an import")]
-    assert r.analysis.conversion_edits() == []          # no set-up, so no edit at all
-    assert "HVD100" in r.codes()                        # the loop is still reported
+    assert "HVD-R1" not in r.codes() and not r.analysis.refused
+    out = r.analysis.converted()
+    assert out.startswith("import numpy as np\nnp.random.seed(0)\nimport tensorflow as tf\n"
+                          "import horovod.tensorflow as hvd\nhvd.init()\n")
+    assert "DistributedGradientTape" in out
+
+
+def test_r1_late_import_with_an_edit_above_puts_the_setup_at_the_top(check):
+    r = check("import numpy as np\nprint('loading')\nimport tensorflow as tf\n" + HEAD.split("\n", 1)[1]
+              + "opt = tf.keras.optimizers.Adam(0.1)\n" + STEP + LOOP)
+    assert "HVD-R1" not in r.codes()
+    out = r.analysis.converted()
+    head = out.split("if hvd.rank() == 0: print('loading')")[0]
+    assert "import tensorflow as tf\nimport horovod.tensorflow as hvd\nhvd.init()" in head
 
 
 def test_r1_import_inside_function(check):
     r = check("import os\ndef main():\n    import tensorflow as tf\n    model = tf.keras.Sequential([])\n    model.fit(x, y)\n")
     f = r.one("HVD-R1")
     assert r.src(f) == "import tensorflow as tf" and "inside a function" in f.message
-    assert r.analysis.conversion_edits() == []
+    assert "move the import to the top of the module" in f.message
+    assert r.analysis.conversion_edits() == [] and r.analysis.refused
 
 
 def test_r1_late_import_the_setup_does_not_need_blocks_nothing(check):

@@ -5,7 +5,8 @@ Horovod set-up (HVD001/HVD002) blocks every rule of a file that is not yet distr
 
 What each restriction blocks:
 
-* R1 late/nested TensorFlow or Horovod import — the set-up, when it relies on that import;
+* R1 nested TensorFlow or Horovod import — the set-up, when it relies on that import (a
+  late one at module level is not a violation: the set-up follows it);
 * R2 tensorflow bound other than by an import — the set-up (so everything);
 * R3 ``Adam = tf.optimizers.Adam`` — the rules on what is created through the alias;
 * R4 ``print`` with a side effect — HVD030 on that print;
@@ -169,9 +170,12 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
             any(local in setup_names for local, _ in binds)
         first = end.children[0] if end is not None and end.type == "simple_stmt" else end
         related = [(first, "the first statement that is not an import")] if late and end is not None else []
+        if needed and nested is None and N.statement_of(node) is env.setup_after:
+            continue    # below other code at module level: the set-up follows it (rules/setup_imports.py)
         if needed:
-            out.append(Problem("R1", node, f"TensorFlow is imported {where}, not at the top of the module; "
-                               "the Horovod set-up has no place to go", SETUP, related=related))
+            out.append(Problem("R1", node, f"TensorFlow is imported {where}, where the Horovod set-up cannot "
+                               "follow it for every worker; move the import to the top of the module",
+                               SETUP, related=related))
         else:
             out.append(Problem("R1", node, f"`{node.get_code(include_prefix=False)}` is {where}, not at the top of "
                                "the module (the set-up does not depend on it)", (), related=related))
