@@ -139,6 +139,23 @@ def test_r3_negative_aliases_no_rule_uses(check):
     assert "HVD-R3" not in r.codes()
 
 
+def test_r3_applications_functions_create_nothing_trainable(check):
+    r = check("import tensorflow as tf\npreprocess_input = tf.keras.applications.mobilenet_v2.preprocess_input\n"
+              "decode = tf.keras.applications.resnet50.decode_predictions\n"
+              "base = tf.keras.applications.MobileNetV2(weights=None)\nx = preprocess_input(tf.zeros((1, 224, 224, 3)))\n"
+              "model = tf.keras.Sequential([base])\nmodel.compile(optimizer=tf.keras.optimizers.Adam(0.1), loss='mse')\n"
+              "model.fit(x, x)\n")
+    assert "HVD-R3" not in r.codes() and not r.analysis.refused
+    assert {"HVD010", "HVD011", "HVD050"} <= set(r.codes())
+    assert r.analysis.env.lookup("x", None, "model") is None     # a preprocessed tensor is not a model
+
+
+def test_r3_alias_of_an_applications_model_constructor_still_reported(check):
+    r = check("import tensorflow as tf\nNet = tf.keras.applications.MobileNetV2\nmodel = Net(weights=None)\n"
+              "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n")
+    assert r.one("HVD-R3")
+
+
 # -- R4 ------------------------------------------------------------------------------------------
 def test_r4_print_with_side_effect_is_not_guarded(check):
     r = check(HEAD + "it = iter(ds)\nprint(next(it))\nprint('size', 3)\n")
