@@ -391,13 +391,21 @@ def test_t3_fit_and_tape_on_one_model_is_reported_not_guessed(check):
     assert "HVD100" in r.codes() and "HVD101" in r.codes()
 
 
-def test_t3_two_models_with_fit_and_tape_need_two_horovod_modules(check):
+def test_t3_two_models_with_fit_and_tape_convert_with_both_modules(check):
     r = check(HEAD + "other = tf.keras.Sequential([])\nother.compile(optimizer='sgd', loss='mse')\n"
               "opt = tf.keras.optimizers.Adam(0.01)\n" + STEP + LOOP + "other.fit(ds)\n")
+    assert "HVD-T3" not in r.codes() and not r.analysis.refused
+    assert {"HVD002", "HVD020", "HVD021", "HVD050", "HVD012"} <= set(r.codes())
+    out = r.analysis.converted()
+    assert "import horovod.tensorflow.keras as hvd\nimport horovod.tensorflow as hvd_tf\nhvd.init()" in out
+
+
+def test_t3_fit_and_an_estimator_still_block(check):
+    r = check(ESTIMATOR + "\nmodel = tf.keras.Sequential([])\nmodel.compile(optimizer='sgd', loss='mse')\n"
+              "model.fit(x, y)\n")
     f = r.one("HVD-T3")
-    assert r.src(f) == "other.fit(ds)" and "different Horovod modules" in f.message
-    assert r.related(f) == [("tf.GradientTape() as tape", "the GradientTape loop")]
-    assert r.analysis.conversion_edits() == []
+    assert "fit and an Estimator" in f.message and "its own script" in f.message
+    assert r.analysis.refused and r.analysis.conversion_edits() == []
 
 
 def test_t3_negative_two_models_two_tapes(check):

@@ -18,8 +18,9 @@ What each restriction blocks:
 * T1 loop continues in another file — the optimizer rules on what is handed over;
 * T2 ``minimize`` loop — the optimizer rules (a ``tf.distribute`` strategy is HVD092,
   rules/stack_traps.py, and blocks everything);
-* T3 one model, fit and a tape loop — everything (the flavour would be a guess); a tape
-  whose gradients reach no optimizer (gradflow) is not a loop, so it never makes T3;
+* T3 one model, fit and a tape loop; or fit and an Estimator — everything (fit and a tape
+  loop on different models convert: rules/tapes.py); a tape whose gradients reach no
+  optimizer (gradflow) is not a loop, so it never makes T3;
 * T4 training function used as a value (not through a known higher-order call:
   callables.py), T5 defined / run under a condition — the loop rules of that function
   or branch.
@@ -432,23 +433,24 @@ def _t3_mixed(env: Env, summary: Summary) -> list[Problem]:
         if b is not None and id(b) in tape_models and id(b) not in reported:
             reported.add(id(b))
             tape = tape_models[id(b)]
-            out.append(Problem("T3", site.node, f"model `{b.name}` is trained both by fit and by a GradientTape loop; "
-                               "which Horovod flavour to use is not guessed", ALL_LOOP_RULES,
+            out.append(Problem("T3", site.node, f"model `{b.name}` is trained both by fit and by a GradientTape loop, "
+                               "which are not converted together on one model; train it with one of them",
+                               ALL_LOOP_RULES,
                                region=env.source.module,
                                related=[(tape.node, "the GradientTape loop training the same model"),
                                         (b.stmt, f"model `{b.name}` is created here")]))
     if out:
         return out
-    # Two models, two kinds: fit needs horovod.tensorflow.keras (hvd.callbacks), a tape or an
-    # Estimator loop horovod.tensorflow (DistributedGradientTape); one file gets one module.
+    # Two models, fit and an Estimator: horovod.tensorflow.keras for fit, horovod.tensorflow's
+    # hooks and TF1 optimizer for the Estimator; fit and a tape loop share one set-up
+    # (loop._hvd_module, rules/tapes.py) and convert.
     live = [s for s in summary.sites if not s.distributed]
     fits = [s for s in live if s.kind == FIT]
-    others = [s for s in live if s.kind in (TAPE, ESTIMATOR)]
+    others = [s for s in live if s.kind == ESTIMATOR]
     if fits and others:
-        what = "GradientTape loop" if others[0].kind == TAPE else "Estimator training"
-        out.append(Problem("T3", fits[0].node, f"this file trains with both fit and a {what}, which need different "
-                           "Horovod modules; which one to use is not guessed", ALL_LOOP_RULES,
-                           region=env.source.module, related=[(others[0].node, f"the {what}")]))
+        out.append(Problem("T3", fits[0].node, "this file trains with both fit and an Estimator, which are not "
+                           "converted together; put each in its own script", ALL_LOOP_RULES,
+                           region=env.source.module, related=[(others[0].node, "the Estimator training")]))
     return out
 
 

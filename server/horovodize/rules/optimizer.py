@@ -14,6 +14,7 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .tapes import tape_loops_beside_fit, tape_optimizers
 
 RULES = {
     "HVD010": ("scale-learning-rate", "Scale learning rate by hvd.size()"),
@@ -31,6 +32,7 @@ def wraps_optimizer(ctx: RuleContext) -> bool:
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
+    by_tape = tape_optimizers(ctx) if tape_loops_beside_fit(ctx) else set()   # (their tape averages)
     for b in env.with_role():
         if b.role != "optimizer":
             continue
@@ -38,7 +40,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if call is None:
             continue
         yield from _scale(ctx, call, b)
-        if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(b.name, b.value) \
+        if wraps_optimizer(ctx) and id(b) not in by_tape and not ctx.facts.optimizer_wrapped(b.name, b.value) \
                 and not ctx.blocked("HVD011", b.stmt, b):
             edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",

@@ -12,7 +12,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
-from .tapes import keras_step_tapes, tf_module_alias
+from .tapes import keras_step_tapes, tape_loops_beside_fit, tf_module_alias
 
 RULES = {
     "HVD001": ("horovod-setup", "Add Horovod set-up (import, hvd.init(), GPU pinning)"),
@@ -38,7 +38,7 @@ def setup_code(ctx: RuleContext) -> str:
         lines.append(f"import tensorflow as {tf}")
     lines.append(f"import {ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras"):
-        if keras_step_tapes(ctx):    # a train_step's own tape needs horovod.tensorflow's wrapper
+        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx):   # a tape needs horovod.tensorflow's wrapper
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")
     if "Session" in ctx.summary.kinds:     # graph mode pins in the session config (HVD070)
