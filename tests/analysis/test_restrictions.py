@@ -456,6 +456,30 @@ def test_t4_negative_calls_decorators_and_non_training_functions(check):
     assert "HVD-T4" not in r.codes()
 
 
+def test_t4_a_name_used_before_its_def_is_not_the_function(check):
+    r = check(HEAD + "opt = tf.keras.optimizers.Adam(0.01)\ntrain_step = tf.constant(1.0)\nprint(train_step)\n"
+              + STEP.replace("@tf.function\n", "") + LOOP)
+    assert "HVD-T4" not in r.codes() and not r.analysis.refused
+    assert {"HVD020", "HVD021"} <= set(r.codes())
+
+
+def test_t4_a_name_used_before_its_def_inside_a_function_body_still_blocks(check):
+    # a function body runs later: `train_step` there is the def below, handed to a thread
+    r = check(HEAD + "import threading\nopt = tf.keras.optimizers.Adam(0.01)\n"
+              "def start():\n    threading.Thread(target=train_step).start()\n" + STEP + LOOP)
+    assert r.one("HVD-T4")
+
+
+def test_t4_estimator_is_a_known_caller_of_its_model_fn(check):
+    r = check(ESTIMATOR.replace("    train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())\n",
+                                "    with tf.GradientTape() as tape:\n        pred = tf.layers.dense(features['x'], 1)\n"
+                                "        loss = tf.losses.mean_squared_error(labels, pred)\n"
+                                "    grads = tape.gradient(loss, tf.trainable_variables())\n"
+                                "    train_op = optimizer.apply_gradients(zip(grads, tf.trainable_variables()))\n"))
+    assert "HVD-T4" not in r.codes() and not r.analysis.refused
+    assert {"HVD020", "HVD060"} <= set(r.codes())
+
+
 # -- T5 ------------------------------------------------------------------------------------------
 def test_t5_training_function_defined_under_a_condition(check):
     r = check(HEAD + "import sys\nopt = tf.keras.optimizers.Adam(0.01)\nif sys.argv[1:]:" +

@@ -61,6 +61,10 @@ SPECS = [
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_monitored.py", {"lr": 0.001}, [r"monitored training done after"], ["mts-ckpt"],
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
+    # a GradientTape in the model_fn an Estimator calls (HVD-T4 used to refuse it): 20 steps
+    # become 10 per rank, the tape averages the gradients, the hook broadcasts the start
+    Spec("estimator_tape_model_fn.py", {"lr": 0.01}, [r"tape model_fn trained"], ["tape-estimator"],
+         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("keras_model_to_estimator.py", {"lr": 0.01}, [r"model_to_estimator trained"], ["m2e"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)

@@ -539,6 +539,9 @@ def _function_value(env: Env, leaf, fns):
         fn = env.function_named(leaf.value, leaf)
         shown = leaf
         node = leaf
+        if fn is not None and leaf.start_pos < fn.start_pos and \
+                N.enclosing(leaf, {"funcdef", "lambdef"}) is N.enclosing(fn, {"funcdef"}):
+            return None, None    # run before the ``def`` in the same block: not that function yet
     if fn is None or fn not in fns:
         return None, None
     call = N.call_with_argument(node)
