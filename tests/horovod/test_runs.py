@@ -67,6 +67,9 @@ SPECS = [
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("keras_model_to_estimator.py", {"lr": 0.01}, [r"model_to_estimator trained"], ["m2e"]),
+    # compile(optimizer="adam") before model_to_estimator (HVD-T2 used to refuse it): the name
+    # becomes hvd.DistributedOptimizer(tf.keras.optimizers.legacy.Adam(0.001 * hvd.size()))
+    Spec("keras_model_to_estimator_adam.py", {"lr": 0.001}, [r"model_to_estimator \(adam\) trained"], ["m2e-adam"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
     # fit on one model, a tape loop on another, in one program (HVD-T3 used to refuse it):
     # horovod.tensorflow.keras for fit, horovod.tensorflow beside it for the tape; the
