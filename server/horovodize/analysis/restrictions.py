@@ -196,7 +196,7 @@ def _r4_prints(env: Env, summary: Summary) -> list[Problem]:
             bad = _side_effect(env, impure, arg.value)
             if bad is not None:
                 out.append(Problem("R4", bad, f"print argument `{_text(env, bad)}` has a side effect; "
-                                   "guarding the print would skip it on other ranks", ("HVD030",), sites=[call.node]))
+                                   "guarding the print would skip it on other ranks; compute it before the print", ("HVD030",), sites=[call.node]))
                 break
     return out
 
@@ -269,7 +269,7 @@ def _r8_apply_gradients(env: Env, summary: Summary) -> list[Problem]:
             continue
         out.append(Problem("R8", _span(call.node.children[0], call.trailer),
                            f"`{receiver}.apply_gradients` is {where}, not an expression statement or an "
-                           "assignment's right-hand side", ("HVD021",), sites=[call.node]))
+                           "assignment's right-hand side, so the broadcast after it has no place; call it on its own line", ("HVD021",), sites=[call.node]))
     return out
 
 
@@ -324,7 +324,8 @@ def _t1_other_files(env: Env, summary: Summary) -> list[Problem]:
             if b.role == "optimizer":
                 group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
                 out.append(Problem("T1", call.node, f"optimizer `{b.name}` is handed to `{callee}` from `{module}` "
-                                   "(another file) and never applied here: the training loop is not all in this file",
+                                   "(another file) and never applied here: the training loop is not all in this file; "
+                                   "convert the file that applies it",
                                    ROLE_RULES["optimizer"], b, sites=group, related=[(b.stmt, "created here")]))
             else:
                 out.append(Problem("T1", call.node, f"model `{b.name}` is handed to `{callee}` from `{module}` "
@@ -386,7 +387,8 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
                 continue
             group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
             out.append(Problem("T2", call.node, f"`{call.receiver_dotted()}.minimize` trains outside a GradientTape, "
-                               "fit or Estimator loop that Horovod can wrap", ROLE_RULES["optimizer"], b,
+                               "fit or Estimator loop that Horovod can wrap; take the gradients with a GradientTape and "
+                               "call apply_gradients", ROLE_RULES["optimizer"], b,
                                sites=group, related=[(b.stmt, "created here")]))
     out += _gradients_in_block(env)
     return out
@@ -499,7 +501,8 @@ def _t4_functions_as_values(env: Env, summary: Summary) -> list[Problem]:
             tl = summary.functions[fn]
             blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
             out.append(Problem("T4", shown, f"training function `{_text(env, shown)}` is "
-                               f"{_value_context(shown)}; the loop summary cannot follow it", blocks, region=fn,
+                               f"{_value_context(shown)}; the loop summary cannot follow it to know where and how "
+                               "often it runs; call it directly", blocks, region=fn,
                                related=[(fn.name, "defined here")]))
     return out
 
@@ -592,7 +595,8 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
             continue
         conditional_defs.add(id(fn))
         blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
-        out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition",
+        out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition, so "
+                           "which definition trains is decided at run time; define it unconditionally",
                            blocks, region=fn, related=[(header(cond), "the condition")]))
     for site in summary.sites:
         if site.distributed or (site.function is not None and id(site.function) in conditional_defs):
@@ -601,7 +605,8 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
         if cond is None:
             continue
         what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
-        out.append(Problem("T5", site.node, f"the {what} runs under a condition", KIND_RULES[site.kind],
+        out.append(Problem("T5", site.node, f"the {what} runs under a condition that may differ between ranks (a rank "
+                           "left out would hang the others); run it unconditionally", KIND_RULES[site.kind],
                            region=cond, related=[(header(cond), "the condition")]))
     return out
 

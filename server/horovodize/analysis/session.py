@@ -256,7 +256,7 @@ def _problems(env: Env, g: Graph) -> None:
             g.problems.append(Problem(
                 "S1", run.call.node,
                 f"`{run.call.receiver_dotted()}` runs the training step but the session {why}: the pinning "
-                "and the broadcast after its initializer cannot be placed",
+                "and the broadcast after its initializer cannot be placed; create the session in the function that runs the step",
                 SESSION_RULES, region=env.source.module))
             continue
         if sess.kind == "session" and not sess.inits and id(sess) not in reported:
@@ -265,7 +265,7 @@ def _problems(env: Env, g: Graph) -> None:
                 "S2", sess.call.node,
                 f"session `{sess.name or 'Session()'}` trains, but no `run` of the variables' initializer "
                 "(`global_variables_initializer()`) or `Saver.restore` on it is found in the function that "
-                "creates it: the initial broadcast has no place to go",
+                "creates it: the initial broadcast has no place to go; run the initializer right after creating the session",
                 SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
         loop = run.driver
         if loop is None or range_bound(loop) is not None or should_stop_loop(loop) \
@@ -276,7 +276,7 @@ def _problems(env: Env, g: Graph) -> None:
             "S3", N.statement_of(run.call.node) if loop is None else _header_span(loop),
             "the loop running the training step is not `for _ in range(n)` nor "
             "`while not sess.should_stop()`: its step count cannot be divided by hvd.size() "
-            "with every rank running the same number of steps",
+            "with every rank running the same number of steps; bound it by a step count (`for _ in range(n)`)",
             SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
 
 
