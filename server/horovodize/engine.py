@@ -19,7 +19,7 @@ from .analysis.hvd_facts import HvdFacts
 from .analysis.keras3 import keras3_problems
 from .analysis.loop import LOOP_CODES, Summary, summarize
 from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
-from .rules import stack_traps
+from .rules import setup_imports, stack_traps
 from .rules.base import (
     SEVERITY_LOOP,
     SEVERITY_RESTRICTION,
@@ -189,6 +189,7 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
             log.exception("rule module %s failed", module.__name__)
             analysis.internal_errors.append(traceback.format_exc())
     analysis.notes = list(ctx.__dict__.get("notes", ()))
+    findings = setup_imports.placed(ctx, findings)      # a late TensorFlow import (HVD-R1)
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)

@@ -370,16 +370,20 @@ reg.train(lambda: None, steps=10)
         assert "opt = hvd.DistributedOptimizer(opt)" in r.converted()
 
 
-@pytest.mark.parametrize("compiled, refused", [
-    ('optimizer="adam"', True),
-    ("optimizer=tf.keras.optimizers.Adam(0.01)", True),
-    ("optimizer=tf.keras.optimizers.legacy.Adam(0.01)", False),
+@pytest.mark.parametrize("compiled, refused, wrapped", [
+    ('optimizer="adam"', False, "tf.keras.optimizers.legacy.Adam(learning_rate=0.001 * hvd.size())"),
+    ("optimizer=tf.keras.optimizers.Adam(0.01)", False, "tf.keras.optimizers.legacy.Adam(0.01 * hvd.size())"),
+    ("optimizer=tf.keras.optimizers.legacy.Adam(0.01)", False, "tf.keras.optimizers.legacy.Adam(0.01 * hvd.size())"),
+    ("optimizer=Adam(0.01)", True, None),            # a new class under another spelling: the user's edit
+    ('optimizer="lamb"', True, None),                # a name with no legacy class
 ])
-def test_model_to_estimator(check, compiled, refused):
+def test_model_to_estimator(check, compiled, refused, wrapped):
     """The Estimator rebuilds a new Keras optimizer from its config (dropping the Horovod
-    wrapper: ranks drift apart on TF 2.15); a legacy one is wrapped, hooks and model_dir as usual."""
+    wrapper: ranks drift apart on TF 2.15), so the conversion compiles the legacy class;
+    wrapped, hooks and model_dir as usual. Spellings it cannot rewrite still block."""
     r = check(f"""\
 import tensorflow as tf
+from tensorflow.keras.optimizers import Adam
 
 model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
 model.compile({compiled}, loss="mse")
@@ -389,11 +393,27 @@ est.train(lambda: None, steps=10)
     assert ("HVD-T2" in r.codes()) == refused
     if refused:
         assert r.converted() == r.text
+        assert "tf.keras.optimizers.legacy.X(...)" in r.one("HVD-T2").message
     else:
         out = r.converted()
-        assert "model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.legacy.Adam(0.01 * hvd.size()))" in out
+        assert f"model.compile(optimizer=hvd.DistributedOptimizer({wrapped})" in out
         assert 'model_dir="/tmp/m2e" if hvd.rank() == 0 else None' in out
         assert "hooks=[hvd.BroadcastGlobalVariablesHook(0)]" in out
+
+
+def test_model_to_estimator_named_optimizer_becomes_legacy(check):
+    r = check("""\
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+opt = tf.keras.optimizers.SGD(0.1)
+model.compile(optimizer=opt, loss="mse")
+est = tf.keras.estimator.model_to_estimator(keras_model=model)
+est.train(lambda: None, steps=10)
+""")
+    assert "HVD-T2" not in r.codes()
+    out = r.converted()
+    assert "opt = tf.keras.optimizers.legacy.SGD(0.1 * hvd.size())\nopt = hvd.DistributedOptimizer(opt)\n" in out
 
 
 def test_supervisor_session_is_refused_with_its_maker(check):

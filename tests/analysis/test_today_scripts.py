@@ -316,7 +316,7 @@ saliency = tf.abs(tape.gradient(score, image))
     assert "hvd.DistributedOptimizer(" in out and "DistributedGradientTape" not in out
 
 
-def test_fit_and_a_training_tape_on_two_models_still_t3(check):
+def test_fit_and_a_training_tape_on_two_models_convert(check):
     r = check("""\
         import tensorflow as tf
 
@@ -329,7 +329,9 @@ def test_fit_and_a_training_tape_on_two_models_still_t3(check):
             loss = tf.reduce_mean(b(x))
         opt.apply_gradients(zip(tape.gradient(loss, b.trainable_variables), b.trainable_variables))
         """)
-    assert "HVD-T3" in r.codes()      # fit needs horovod.tensorflow.keras, the tape horovod.tensorflow
+    assert "HVD-T3" not in r.codes()      # fit uses horovod.tensorflow.keras, the tape horovod.tensorflow
+    out = r.analysis.converted()
+    assert "hvd_tf.DistributedGradientTape(tape)" in out and "hvd.callbacks.BroadcastGlobalVariablesCallback" in out
 
 
 def test_horovod_run_fire_and_typer_launchers_do_not_block(check):

@@ -61,9 +61,21 @@ SPECS = [
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_monitored.py", {"lr": 0.001}, [r"monitored training done after"], ["mts-ckpt"],
          per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
+    # a GradientTape in the model_fn an Estimator calls (HVD-T4 used to refuse it): 20 steps
+    # become 10 per rank, the tape averages the gradients, the hook broadcasts the start
+    Spec("estimator_tape_model_fn.py", {"lr": 0.01}, [r"tape model_fn trained"], ["tape-estimator"],
+         per_rank={"steps": {0: 20 // SIZE, 1: 20 // SIZE}}),
     Spec("tf1_premade.py", {"lr": 0.05}, [r"premade trained; global step"], ["premade"]),
     Spec("keras_model_to_estimator.py", {"lr": 0.01}, [r"model_to_estimator trained"], ["m2e"]),
+    # compile(optimizer="adam") before model_to_estimator (HVD-T2 used to refuse it): the name
+    # becomes hvd.DistributedOptimizer(tf.keras.optimizers.legacy.Adam(0.001 * hvd.size()))
+    Spec("keras_model_to_estimator_adam.py", {"lr": 0.001}, [r"model_to_estimator \(adam\) trained"], ["m2e-adam"]),
     Spec("app_run_main.py", {"lr": 0.01}, [r"step 0 loss"]),          # absl app.run(main)
+    # fit on one model, a tape loop on another, in one program (HVD-T3 used to refuse it):
+    # horovod.tensorflow.keras for fit, horovod.tensorflow beside it for the tape; the
+    # dataset of 16 batches is sharded, 8 steps per rank
+    Spec("fit_and_tape_modes.py", {"lr": 0.001, "lr2": 0.002}, [r"custom step 0 loss"],
+         per_rank={"steps": {0: 16 // SIZE, 1: 16 // SIZE}}),
     Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
     # distributed by hand, half way (issue 10): convert adds only the missing broadcast; the
     # unscaled rate and the prints on every rank are the user's (hints, not applied)

@@ -102,16 +102,29 @@ def test_not_a_tensorflow_program():
     assert convert_text(text) == text
 
 
-def test_imports_below_code_block_the_setup_and_every_rule():
+def test_an_import_under_a_condition_blocks_the_setup_and_every_rule():
     text = src("""
         x = 1
-        import tensorflow as tf
+        if x:
+            import tensorflow as tf
         print(x)
         """)
     analysis = analyze(text)
     assert analysis.rule_sites == []
     assert "HVD-R1" in {f.code for f in analysis.findings}
     assert convert_text(text) == text
+
+
+def test_an_import_below_code_gets_the_setup_right_after_it():
+    text = src("""
+        x = 1
+        import tensorflow as tf
+        y = 2
+        """)
+    analysis = analyze(text)
+    assert "HVD-R1" not in {f.code for f in analysis.findings}
+    setup = analysis.setup.fix.edits[0]
+    assert text[:setup.start] == "x = 1\nimport tensorflow as tf\n"
 
 
 # -- HVD003 ------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ loop from the summary (HVD-T4 stays quiet).
   `main` once, in this process (or each worker);
 * wrappers: ``tf.function(f)``, ``functools.partial(f, ...)`` — the result runs `f`
   (`Env.call_target` follows ``g = partial(f, ...)`` to `f`);
-* ``strategy.run(step_fn)`` on a ``tf.distribute`` strategy (the program gets HVD092).
+* ``strategy.run(step_fn)`` on a ``tf.distribute`` strategy (the program gets HVD092);
+* ``tf.estimator.Estimator(model_fn=f)``: the Estimator calls `f` to build its training
+  graph (the Estimator loop, HVD060/HVD061, and the rules inside `f` apply).
 
 absl, functools, fire and typer are not among the environment's module roots, so their imports are
 read here (``from absl import app``, ``import functools as ft``, ``from functools import
@@ -28,6 +30,7 @@ if TYPE_CHECKING:                 # (env imports this module: annotations only)
 
 ENTRY_POINTS = {"tensorflow.app.run", "absl.app.run", "horovod.run", "horovod.runner.run", "fire.Fire", "typer.run"}
 WRAPPERS = {"tensorflow.function", "functools.partial"}
+MODEL_FN_CALLERS = {"tensorflow.estimator.Estimator", "tensorflow.compat.v1.estimator.Estimator"}
 _OTHER_ROOTS = ("absl", "functools", "fire", "typer")
 
 
@@ -60,7 +63,8 @@ def is_wrapper(env: Env, call) -> bool:
 def is_higher_order(env: Env, call) -> bool:
     """A call that runs the function passed to it (an entry point, a wrapper, or a
     ``tf.distribute`` strategy's ``run``, which HVD092 reports)."""
-    return callee_name(env, call) in ENTRY_POINTS | WRAPPERS or _strategy_run(env, call)
+    name = callee_name(env, call)
+    return name in ENTRY_POINTS | WRAPPERS or name in MODEL_FN_CALLERS or _strategy_run(env, call)
 
 
 def _strategy_run(env: Env, call) -> bool:

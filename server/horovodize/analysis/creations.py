@@ -58,12 +58,13 @@ def _r2_r3(env: Env) -> None:
     for name, stmt in env.module_aliases.items():
         what = "by a call, not an import" if N.dotted(N.assign_parts(stmt)[1]) is None else f"to `{name}` by an assignment"
         env.problems.append(Problem("R2", stmt, f"the tensorflow module is bound {what}; "
-                                    "sites reached through it are not rewritten", SETUP))
+                                    "sites reached through it are not rewritten; bind it only by `import tensorflow as tf`", SETUP))
     # `tf = something` re-binding the tensorflow module name.
     for b in env.module_bindings():
         if b.name in env.tf_names and b.name not in env.module_aliases \
                 and b.name in env.aliases and env.aliases[b.name].startswith("tensorflow"):
-            env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment", SETUP))
+            env.problems.append(Problem("R2", b.stmt, f"the tensorflow module name `{b.name}` is re-bound by an assignment, so "
+                                        f"what `{b.name}.` reaches is not known; give the other value another name", SETUP))
     for name, stmt in env.member_aliases.items():
         q = env.aliases.get(name)
         roles = set(REACH.get(q, ()))
@@ -87,7 +88,8 @@ def _r2_r3(env: Env) -> None:
         src = N.dotted(N.assign_parts(stmt)[1])
         related = [(n, f"created through `{name}` here") for n in sites if not isinstance(n, Binding)][:3]
         env.problems.append(Problem(
-            "R3", stmt, f"`{name}` aliases the tensorflow member `{src}`; what is created through it is not rewritten",
+            "R3", stmt, f"`{name}` aliases the tensorflow member `{src}`; what is created through it is not rewritten "
+            f"(creations are recognised by their qualified name); write `{src}(...)` where it is called",
             rules_for_roles(roles), sites=sites, related=related))
 
 
@@ -119,15 +121,18 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
     for b in creations:
         if b.conditional is not None and role != "checkpoint" and not _train_mode_branch(b):
             what = "a conditional expression" if b.conditional is b.value else "a condition"
-            problem("R7", b, f"{role} `{b.name}` is created under {what}",
+            problem("R7", b, f"{role} `{b.name}` is created under {what} (a branch would stay "
+                    "unconverted); create it once, unconditionally",
                     [(header(b.conditional), "the condition")] if b.conditional is not b.value else [])
         elif b.loop is not None:
-            problem(code_once, b, f"{role} `{b.name}` is created inside a loop, once per iteration",
+            problem(code_once, b, f"{role} `{b.name}` is created inside a loop, once per iteration, and "
+                    "each new one would need the rules again; create it once, before the loop",
                     [(header(b.loop), "the loop")])
         else:
             counted.append(b)
     for b in counted[1:]:
-        problem(code_once, b, f"{role} `{b.name}` is created more than once", [(counted[0].stmt, "first created here")])
+        problem(code_once, b, f"{role} `{b.name}` is created more than once and the rules rewrite one "
+                "creation of a name; give each creation its own name", [(counted[0].stmt, "first created here")])
     start = first.stmt.start_pos
     for other in group:
         if other.role == role or other.stmt.start_pos <= start:
@@ -135,7 +140,8 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
         if other.role == "other" and mentions(other.value, other.name):
             continue   # ``opt = hvd.DistributedOptimizer(opt)``, ``ds = shard(ds)``: a wrapper, not a new value
         code = "R6" if role != "checkpoint" else "R10"
-        env.problems.append(Problem(code, other.stmt, f"{role} variable `{other.name}` is reassigned to another value",
+        env.problems.append(Problem(code, other.stmt, f"{role} variable `{other.name}` is reassigned to another value, "
+                                    "which the rules on the first would miss; give that value another name",
                                     blocks, first, sites=list(sites), related=[(first.stmt, "created here")]))
 
 
@@ -148,7 +154,8 @@ def _aliases(env: Env) -> None:
             continue
         code = "R10" if target.role == "checkpoint" else "R5"
         group = env.bindings_of(target.name, target.scope)
-        env.problems.append(Problem(code, b.stmt, f"{target.role} `{src}` is aliased as `{b.name}`",
+        env.problems.append(Problem(code, b.stmt, f"{target.role} `{src}` is aliased as `{b.name}`, and a rule "
+                                    "acting through one name misses the other; use one name",
                                     ROLE_RULES[target.role], target,
                                     sites=[g for g in group if g.role == target.role],
                                     related=[(target.stmt, "created here")]))
@@ -178,7 +185,8 @@ def _inline_creations(env: Env) -> None:
         start = call.node.children[0]
         node = Span(start.start_pos, call.trailer.end_pos)
         env.problems.append(Problem(code, node, f"`{call.callee_dotted()}(...)` creates {_a(role[0])} without an "
-                                    f"assignment ({reason})", ROLE_RULES[role[0]], sites=[call.node]))
+                                    f"assignment ({reason}), and the rules rewrite an assigned creation; assign it to a name first",
+                                    ROLE_RULES[role[0]], sites=[call.node]))
 
 
 def _inline_role(q: str) -> bool:
@@ -222,7 +230,8 @@ def _r9(env: Env) -> None:
                 continue
             reported.add(id(fn))
             env.problems.append(Problem(
-                "R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}`, which uses it",
+                "R9", b.stmt, f"global optimizer `{b.name}` is defined after `{fn.name.value}`, which uses it, so the "
+                "broadcast after its first step has no optimizer to read; define it before the function",
                 ("HVD021",), region=fn, related=[(leaf, f"`{fn.name.value}` uses `{b.name}` here")]))
     # ``global opt`` + an assignment inside a function: the optimizer changes after its creation.
     for b in env.module_bindings():
@@ -234,7 +243,8 @@ def _r9(env: Env) -> None:
         group = [g for g in env.bindings_of(b.name, module) if g.role == "optimizer"]
         if not group or (b.role == "other" and b.stmt.start_pos < group[0].stmt.start_pos):
             continue
-        env.problems.append(Problem("R9", b.stmt, f"global optimizer `{b.name}` is assigned inside `{fn.name.value}`",
+        env.problems.append(Problem("R9", b.stmt, f"global optimizer `{b.name}` is assigned inside `{fn.name.value}`, "
+                                    "so which value trains is decided at run time; create it once, or pass it as an argument",
                                     ROLE_RULES["optimizer"], group[0], sites=list(group),
                                     related=[(group[0].stmt, "created here")] if group[0] is not b else []))
 

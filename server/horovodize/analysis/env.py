@@ -63,6 +63,7 @@ class Env:
     imports: list = field(default_factory=list)                   # all import statements
     top_imports_end: object = None                                # last import of the top block
     top_block_end: object = None                                  # first statement after the top block
+    setup_after: object = None        # the statement the Horovod set-up follows (a late module-level tf import)
     bindings: list[Binding] = field(default_factory=list)
     tapes: list[Binding] = field(default_factory=list)
     classes: dict[str, object] = field(default_factory=dict)      # Keras model subclasses
@@ -660,6 +661,13 @@ def _collect_imports(env: Env, module) -> None:
     for node in env.index.imports:
         env.imports.append(node)
         _import(env, node)
+    env.setup_after = env.top_imports_end
+    late = env.tf_import or env.keras_import
+    if late is not None and env.top_block_end is not None and late.start_pos > env.top_block_end.start_pos:
+        stmt = N.statement_of(late)
+        line = stmt.parent if stmt.parent is not None and stmt.parent.type == "simple_stmt" else stmt
+        if line.parent is module:      # below other code, not nested: the set-up follows it (HVD-R1)
+            env.setup_after = stmt
 
 
 def _module_statements(module):

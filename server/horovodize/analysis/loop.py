@@ -436,6 +436,10 @@ def summarize(env: Env) -> Summary:
 def _hvd_module(env: Env, kinds: frozenset) -> str:
     if env.horovod():
         return env.hvd_module
+    if FIT in kinds and TAPE in kinds and not (ESTIMATOR in kinds or SESSION in kinds or env.tf1):
+        # fit and a tape loop in one program: horovod.tensorflow.keras for fit (callbacks),
+        # horovod.tensorflow imported beside it for the tape (rules/tapes.py)
+        return "horovod.tensorflow.keras"
     if TAPE in kinds or ESTIMATOR in kinds or SESSION in kinds or env.tf1:
         return "horovod.tensorflow"
     if FIT in kinds:

@@ -5,7 +5,8 @@ Horovod set-up (HVD001/HVD002) blocks every rule of a file that is not yet distr
 
 What each restriction blocks:
 
-* R1 late/nested TensorFlow or Horovod import — the set-up, when it relies on that import;
+* R1 nested TensorFlow or Horovod import — the set-up, when it relies on that import (a
+  late one at module level is not a violation: the set-up follows it);
 * R2 tensorflow bound other than by an import — the set-up (so everything);
 * R3 ``Adam = tf.optimizers.Adam`` — the rules on what is created through the alias;
 * R4 ``print`` with a side effect — HVD030 on that print;
@@ -17,8 +18,9 @@ What each restriction blocks:
 * T1 loop continues in another file — the optimizer rules on what is handed over;
 * T2 ``minimize`` loop — the optimizer rules (a ``tf.distribute`` strategy is HVD092,
   rules/stack_traps.py, and blocks everything);
-* T3 one model, fit and a tape loop — everything (the flavour would be a guess); a tape
-  whose gradients reach no optimizer (gradflow) is not a loop, so it never makes T3;
+* T3 one model, fit and a tape loop; or fit and an Estimator — everything (fit and a tape
+  loop on different models convert: rules/tapes.py); a tape whose gradients reach no
+  optimizer (gradflow) is not a loop, so it never makes T3;
 * T4 training function used as a value (not through a known higher-order call:
   callables.py), T5 defined / run under a condition — the loop rules of that function
   or branch.
@@ -169,9 +171,12 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
             any(local in setup_names for local, _ in binds)
         first = end.children[0] if end is not None and end.type == "simple_stmt" else end
         related = [(first, "the first statement that is not an import")] if late and end is not None else []
+        if needed and nested is None and N.statement_of(node) is env.setup_after:
+            continue    # below other code at module level: the set-up follows it (rules/setup_imports.py)
         if needed:
-            out.append(Problem("R1", node, f"TensorFlow is imported {where}, not at the top of the module; "
-                               "the Horovod set-up has no place to go", SETUP, related=related))
+            out.append(Problem("R1", node, f"TensorFlow is imported {where}, where the Horovod set-up cannot "
+                               "follow it for every worker; move the import to the top of the module",
+                               SETUP, related=related))
         else:
             out.append(Problem("R1", node, f"`{node.get_code(include_prefix=False)}` is {where}, not at the top of "
                                "the module (the set-up does not depend on it)", (), related=related))
@@ -191,7 +196,7 @@ def _r4_prints(env: Env, summary: Summary) -> list[Problem]:
             bad = _side_effect(env, impure, arg.value)
             if bad is not None:
                 out.append(Problem("R4", bad, f"print argument `{_text(env, bad)}` has a side effect; "
-                                   "guarding the print would skip it on other ranks", ("HVD030",), sites=[call.node]))
+                                   "guarding the print would skip it on other ranks; compute it before the print", ("HVD030",), sites=[call.node]))
                 break
     return out
 
@@ -264,7 +269,7 @@ def _r8_apply_gradients(env: Env, summary: Summary) -> list[Problem]:
             continue
         out.append(Problem("R8", _span(call.node.children[0], call.trailer),
                            f"`{receiver}.apply_gradients` is {where}, not an expression statement or an "
-                           "assignment's right-hand side", ("HVD021",), sites=[call.node]))
+                           "assignment's right-hand side, so the broadcast after it has no place; call it on its own line", ("HVD021",), sites=[call.node]))
     return out
 
 
@@ -319,7 +324,8 @@ def _t1_other_files(env: Env, summary: Summary) -> list[Problem]:
             if b.role == "optimizer":
                 group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
                 out.append(Problem("T1", call.node, f"optimizer `{b.name}` is handed to `{callee}` from `{module}` "
-                                   "(another file) and never applied here: the training loop is not all in this file",
+                                   "(another file) and never applied here: the training loop is not all in this file; "
+                                   "convert the file that applies it",
                                    ROLE_RULES["optimizer"], b, sites=group, related=[(b.stmt, "created here")]))
             else:
                 out.append(Problem("T1", call.node, f"model `{b.name}` is handed to `{callee}` from `{module}` "
@@ -381,7 +387,8 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
                 continue
             group = [g for g in env.bindings_of(b.name, b.scope) if g.role == "optimizer"]
             out.append(Problem("T2", call.node, f"`{call.receiver_dotted()}.minimize` trains outside a GradientTape, "
-                               "fit or Estimator loop that Horovod can wrap", ROLE_RULES["optimizer"], b,
+                               "fit or Estimator loop that Horovod can wrap; take the gradients with a GradientTape and "
+                               "call apply_gradients", ROLE_RULES["optimizer"], b,
                                sites=group, related=[(b.stmt, "created here")]))
     out += _gradients_in_block(env)
     return out
@@ -428,23 +435,24 @@ def _t3_mixed(env: Env, summary: Summary) -> list[Problem]:
         if b is not None and id(b) in tape_models and id(b) not in reported:
             reported.add(id(b))
             tape = tape_models[id(b)]
-            out.append(Problem("T3", site.node, f"model `{b.name}` is trained both by fit and by a GradientTape loop; "
-                               "which Horovod flavour to use is not guessed", ALL_LOOP_RULES,
+            out.append(Problem("T3", site.node, f"model `{b.name}` is trained both by fit and by a GradientTape loop, "
+                               "which are not converted together on one model; train it with one of them",
+                               ALL_LOOP_RULES,
                                region=env.source.module,
                                related=[(tape.node, "the GradientTape loop training the same model"),
                                         (b.stmt, f"model `{b.name}` is created here")]))
     if out:
         return out
-    # Two models, two kinds: fit needs horovod.tensorflow.keras (hvd.callbacks), a tape or an
-    # Estimator loop horovod.tensorflow (DistributedGradientTape); one file gets one module.
+    # Two models, fit and an Estimator: horovod.tensorflow.keras for fit, horovod.tensorflow's
+    # hooks and TF1 optimizer for the Estimator; fit and a tape loop share one set-up
+    # (loop._hvd_module, rules/tapes.py) and convert.
     live = [s for s in summary.sites if not s.distributed]
     fits = [s for s in live if s.kind == FIT]
-    others = [s for s in live if s.kind in (TAPE, ESTIMATOR)]
+    others = [s for s in live if s.kind == ESTIMATOR]
     if fits and others:
-        what = "GradientTape loop" if others[0].kind == TAPE else "Estimator training"
-        out.append(Problem("T3", fits[0].node, f"this file trains with both fit and a {what}, which need different "
-                           "Horovod modules; which one to use is not guessed", ALL_LOOP_RULES,
-                           region=env.source.module, related=[(others[0].node, f"the {what}")]))
+        out.append(Problem("T3", fits[0].node, "this file trains with both fit and an Estimator, which are not "
+                           "converted together; put each in its own script", ALL_LOOP_RULES,
+                           region=env.source.module, related=[(others[0].node, "the Estimator training")]))
     return out
 
 
@@ -493,7 +501,8 @@ def _t4_functions_as_values(env: Env, summary: Summary) -> list[Problem]:
             tl = summary.functions[fn]
             blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
             out.append(Problem("T4", shown, f"training function `{_text(env, shown)}` is "
-                               f"{_value_context(shown)}; the loop summary cannot follow it", blocks, region=fn,
+                               f"{_value_context(shown)}; the loop summary cannot follow it to know where and how "
+                               "often it runs; call it directly", blocks, region=fn,
                                related=[(fn.name, "defined here")]))
     return out
 
@@ -533,6 +542,9 @@ def _function_value(env: Env, leaf, fns):
         fn = env.function_named(leaf.value, leaf)
         shown = leaf
         node = leaf
+        if fn is not None and leaf.start_pos < fn.start_pos and \
+                N.enclosing(leaf, {"funcdef", "lambdef"}) is N.enclosing(fn, {"funcdef"}):
+            return None, None    # run before the ``def`` in the same block: not that function yet
     if fn is None or fn not in fns:
         return None, None
     call = N.call_with_argument(node)
@@ -583,7 +595,8 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
             continue
         conditional_defs.add(id(fn))
         blocks = tuple(sorted({c for k in tl for c in KIND_RULES[k]}))
-        out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition",
+        out.append(Problem("T5", fn.name, f"training function `{fn.name.value}` is defined under a condition, so "
+                           "which definition trains is decided at run time; define it unconditionally",
                            blocks, region=fn, related=[(header(cond), "the condition")]))
     for site in summary.sites:
         if site.distributed or (site.function is not None and id(site.function) in conditional_defs):
@@ -592,7 +605,8 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
         if cond is None:
             continue
         what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
-        out.append(Problem("T5", site.node, f"the {what} runs under a condition", KIND_RULES[site.kind],
+        out.append(Problem("T5", site.node, f"the {what} runs under a condition that may differ between ranks (a rank "
+                           "left out would hang the others); run it unconditionally", KIND_RULES[site.kind],
                            region=cond, related=[(header(cond), "the condition")]))
     return out
 

@@ -117,8 +117,8 @@ def member_role(q: str | None) -> tuple[str, str] | None:
     if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
         return "checkpoint", last
     if q in ("tensorflow.keras.Sequential", "tensorflow.keras.Model", "tensorflow.keras.load_model") or \
-            q.startswith("tensorflow.keras.applications."):
-        return "model", last
+            q.startswith("tensorflow.keras.applications.") and last[:1].isupper():
+        return "model", last     # (``MobileNetV2``; not ``preprocess_input``, ``decode_predictions``)
     if q == "tensorflow.keras.estimator.model_to_estimator":     # an Estimator around a compiled Keras model
         return "estimator", last
     if q.startswith("tensorflow.estimator.") and last.endswith(("Estimator", "Classifier", "Regressor")):

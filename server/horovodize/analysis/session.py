@@ -256,7 +256,7 @@ def _problems(env: Env, g: Graph) -> None:
             g.problems.append(Problem(
                 "S1", run.call.node,
                 f"`{run.call.receiver_dotted()}` runs the training step but the session {why}: the pinning "
-                "and the broadcast after its initializer cannot be placed",
+                "and the broadcast after its initializer cannot be placed; create the session in the function that runs the step",
                 SESSION_RULES, region=env.source.module))
             continue
         if sess.kind == "session" and not sess.inits and id(sess) not in reported:
@@ -265,7 +265,7 @@ def _problems(env: Env, g: Graph) -> None:
                 "S2", sess.call.node,
                 f"session `{sess.name or 'Session()'}` trains, but no `run` of the variables' initializer "
                 "(`global_variables_initializer()`) or `Saver.restore` on it is found in the function that "
-                "creates it: the initial broadcast has no place to go",
+                "creates it: the initial broadcast has no place to go; run the initializer right after creating the session",
                 SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
         loop = run.driver
         if loop is None or range_bound(loop) is not None or should_stop_loop(loop) \
@@ -276,7 +276,7 @@ def _problems(env: Env, g: Graph) -> None:
             "S3", N.statement_of(run.call.node) if loop is None else _header_span(loop),
             "the loop running the training step is not `for _ in range(n)` nor "
             "`while not sess.should_stop()`: its step count cannot be divided by hvd.size() "
-            "with every rank running the same number of steps",
+            "with every rank running the same number of steps; bound it by a step count (`for _ in range(n)`)",
             SESSION_RULES, region=env.source.module, related=[(run.call.node, "the training step")]))
 
 
@@ -344,29 +344,59 @@ def premade_problems(env: Env) -> list[Problem]:
     return out
 
 
-def _model_to_estimator_problems(env: Env, b, call: N.Call) -> list[Problem]:
-    """``model_to_estimator`` rebuilds a new Keras optimizer as a legacy one from its config:
-    a wrapped one silently loses ``hvd.DistributedOptimizer`` (ranks drift apart; seen on
-    TF 2.15 with 2 ranks). The compiled optimizer must be a ``tf.keras.optimizers.legacy`` one."""
+LEGACY_KERAS = {"Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "RMSprop", "SGD"}
+
+
+def model_to_estimator_optimizers(env: Env, call: N.Call):
+    """(compile call, optimizer value, constructor call or None) of each ``model.compile``
+    that builds the model `call` (``model_to_estimator(keras_model=model)``) turns into an
+    Estimator, in source order before it."""
     arg = call.keyword("keras_model") or call.positional(0)
     model = N.dotted(arg.value) if arg is not None else None
-    out = []
     for c in env.index.by_method.get("compile", ()):
         if c.method != "compile" or c.receiver_dotted() != model or c.node.start_pos > call.node.start_pos:
             continue
         opt = c.keyword("optimizer") or c.positional(0)
         if opt is None:
             continue
-        value, shown = opt.value, None
+        inner = N.as_call(opt.value)
+        if inner is None and N.dotted(opt.value):
+            ob = env.lookup(N.dotted(opt.value), c.node, "optimizer")
+            inner = N.as_call(ob.value) if ob is not None else None
+        yield c, opt.value, inner
+
+
+def legacy_spelling(env: Env, inner: N.Call) -> tuple[object, str] | None:
+    """(name leaf, class) where ``legacy.`` goes to make a new Keras optimizer constructor
+    (``tf.keras.optimizers.Adam``) the legacy one; None when it is not spelled that way."""
+    q = env.callee_qualname(inner)
+    dotted = inner.callee_dotted() or ""
+    cls = dotted.rsplit(".", 1)[-1]
+    if not (q and q.startswith("tensorflow.keras.optimizers.")) or "legacy" in dotted:
+        return None
+    if not dotted.endswith(".optimizers." + cls) or cls not in LEGACY_KERAS or inner.index < 2:
+        return None
+    last = inner.node.children[inner.index - 1]       # the ``.Adam`` trailer
+    return last.children[1], cls
+
+
+def _model_to_estimator_problems(env: Env, b, call: N.Call) -> list[Problem]:
+    """``model_to_estimator`` rebuilds a new Keras optimizer as a legacy one from its config:
+    a wrapped one silently loses ``hvd.DistributedOptimizer`` (ranks drift apart; seen on
+    TF 2.15 with 2 ranks). The compiled optimizer must be a ``tf.keras.optimizers.legacy`` one:
+    an optimizer name (``"adam"``) or ``tf.keras.optimizers.Adam(...)`` is converted to it
+    (rules/optimizer.py); any other spelling of a new optimizer blocks."""
+    from .roles import COMPILE_STRINGS
+    out = []
+    for c, value, inner in model_to_estimator_optimizers(env, call):
+        shown = None
         if value.type == "string":
-            shown = value.get_code(include_prefix=False)
+            if value.value.strip("'\"").lower() not in COMPILE_STRINGS:
+                shown = value.get_code(include_prefix=False)
         else:
-            inner = N.as_call(value)
-            if inner is None and N.dotted(value):
-                ob = env.lookup(N.dotted(value), c.node, "optimizer")
-                inner = N.as_call(ob.value) if ob is not None else None
             q = env.callee_qualname(inner) if inner is not None else None
-            if q and q.startswith("tensorflow.keras.optimizers.") and "legacy" not in (inner.callee_dotted() or ""):
+            if q and q.startswith("tensorflow.keras.optimizers.") and "legacy" not in (inner.callee_dotted() or "") \
+                    and legacy_spelling(env, inner) is None:
                 shown = inner.callee_dotted()
         if shown is not None:
             out.append(Problem(

@@ -22,7 +22,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
 from .setup_imports import after_setup, tf_name
-from .tapes import keras_step_tapes, tf_module_alias, wrapped
+from .tapes import in_keras_step, keras_step_tapes, tape_loops_beside_fit, tf_module_alias, wrapped
 
 RULES = {
     "HVD020": ("distributed-gradient-tape", "Wrap the tape in hvd.DistributedGradientTape"),
@@ -39,9 +39,13 @@ def applies(ctx: RuleContext) -> bool:
 def check(ctx: RuleContext) -> Iterator[Finding]:
     if not applies(ctx):
         yield from _keras_step_tapes(ctx)
+        alias = tf_module_alias(ctx)
+        if alias is not None and tape_loops_beside_fit(ctx):   # fit and a tape loop in one program
+            yield from _tapes(ctx, alias)
+            yield from _apply_gradients(ctx, alias)
         return
-    yield from _tapes(ctx)
-    yield from _apply_gradients(ctx)
+    yield from _tapes(ctx, ctx.hvd)
+    yield from _apply_gradients(ctx, ctx.hvd)
 
 
 def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
@@ -59,16 +63,19 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
                           Fix(RULES["HVD020"][1], [edit]))
 
 
-def _tapes(ctx: RuleContext) -> Iterator[Finding]:
+def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
+    keras = ctx.summary.hvd_module.endswith("keras")
     for tape in ctx.env.tapes:
         with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
         if with_stmt is None or "." in tape.name or wrapped(ctx, tape, with_stmt):
             continue
+        if keras and in_keras_step(ctx, tape.stmt):
+            continue   # a train_step's tape: _keras_step_tapes
         if not is_training_tape(ctx.env, tape):
             continue   # a penalty, saliency or printed gradient: no optimizer applies it
         if ctx.blocked("HVD020", tape.stmt, tape):
             continue
-        edit = _wrap_edit(ctx, tape, ctx.hvd)
+        edit = _wrap_edit(ctx, tape, hvd)
         if edit is not None:
             yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
                           Fix(RULES["HVD020"][1], [edit]))
@@ -130,9 +137,12 @@ def statement_form(call: N.Call):
     return stmt if N.alone_on_line(stmt) else None
 
 
-def _apply_gradients(ctx: RuleContext) -> Iterator[Finding]:
+def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
     sites = []
+    keras = ctx.summary.hvd_module.endswith("keras")
     for call, binding, receiver in gradient_sites(ctx):
+        if keras and in_keras_step(ctx, call.node):
+            continue   # fit runs train_step: the broadcast callback (HVD050) starts it
         stmt = statement_form(call)
         scope = N.func_scope_of(call.node)
         if stmt is None or ctx.blocked("HVD021", call.node, binding) or _broadcasts(ctx, scope):
@@ -143,7 +153,7 @@ def _apply_gradients(ctx: RuleContext) -> Iterator[Finding]:
         anchor = after_setup(ctx, call.node)
         if arg is not None and anchor is not None:
             sites.append((call, receiver, stmt, arg, anchor))
-    src, hvd, unit = ctx.source, ctx.hvd, ctx.source.indent_unit
+    src, unit = ctx.source, ctx.source.indent_unit
     tf = tf_name(ctx)
     for (call, receiver, stmt, arg, anchor), flag in zip(sites, _flag_names(ctx, len(sites))):
         start, end = src.span(arg.value)

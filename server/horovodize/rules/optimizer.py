@@ -14,6 +14,8 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .tapes import tape_loops_beside_fit, tape_optimizers
+from ..analysis.session import legacy_spelling, model_to_estimator_optimizers
 
 RULES = {
     "HVD010": ("scale-learning-rate", "Scale learning rate by hvd.size()"),
@@ -31,6 +33,7 @@ def wraps_optimizer(ctx: RuleContext) -> bool:
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
+    by_tape = tape_optimizers(ctx) if tape_loops_beside_fit(ctx) else set()   # (their tape averages)
     for b in env.with_role():
         if b.role != "optimizer":
             continue
@@ -38,11 +41,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if call is None:
             continue
         yield from _scale(ctx, call, b)
-        if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(b.name, b.value) \
+        if wraps_optimizer(ctx) and id(b) not in by_tape and not ctx.facts.optimizer_wrapped(b.name, b.value) \
                 and not ctx.blocked("HVD011", b.stmt, b):
             edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",
-                          Fix(RULES["HVD011"][1], [edit]))
+                          Fix(RULES["HVD011"][1], _legacy(ctx, call) + [edit]))
     for call in ctx.calls("compile"):
         if call.is_whole():
             yield from _compile(ctx, call)
@@ -215,7 +218,8 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         keras = ctx.env.keras_alias() or f"{ctx.env.tf_alias() or 'tf'}.keras"
         lr = KERAS_OPTIMIZERS[cls]
         start, end = ctx.source.span(value)
-        text = f"{ctx.hvd}.DistributedOptimizer({keras}.optimizers.{cls}(learning_rate={lr} * {ctx.hvd}.size()))"
+        legacy = "legacy." if id(value) in _for_model_to_estimator(ctx)[0] else ""
+        text = f"{ctx.hvd}.DistributedOptimizer({keras}.optimizers.{legacy}{cls}(learning_rate={lr} * {ctx.hvd}.size()))"
         yield finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
                       Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
         return
@@ -236,4 +240,34 @@ def _inline(ctx: RuleContext, inner: N.Call) -> Iterator[Finding]:
     yield from _scale(ctx, inner)
     if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
         yield finding(ctx, "HVD011", inner.node, "optimizer does not average gradients across ranks",
-                      Fix(RULES["HVD011"][1], ctx.wrap(inner.node, f"{ctx.hvd}.DistributedOptimizer(", ")")))
+                      Fix(RULES["HVD011"][1], _legacy(ctx, inner) + ctx.wrap(inner.node, f"{ctx.hvd}.DistributedOptimizer(", ")")))
+
+
+def _for_model_to_estimator(ctx: RuleContext) -> tuple[set, dict]:
+    """(ids of optimizer names, {id of constructor node: (leaf, class)}) compiled into a model
+    that ``model_to_estimator`` turns into an Estimator: it rebuilds a new Keras optimizer as a
+    legacy one and drops the Horovod wrapper, so these become ``optimizers.legacy.X``."""
+    cached = ctx.__dict__.get("_m2e")
+    if cached is not None:
+        return cached
+    names, ctors = set(), {}
+    for b in ctx.env.with_role():
+        call = N.as_call(b.value) if b.role == "estimator" and b.detail == "model_to_estimator" else None
+        if call is None:
+            continue
+        for _c, value, inner in model_to_estimator_optimizers(ctx.env, call):
+            if value.type == "string":
+                names.add(id(value))
+            elif inner is not None and legacy_spelling(ctx.env, inner) is not None:
+                ctors[id(inner.node)] = legacy_spelling(ctx.env, inner)
+    ctx._m2e = names, ctors
+    return ctx._m2e
+
+
+def _legacy(ctx: RuleContext, inner: N.Call) -> list[Edit]:
+    """``legacy.`` before the class of a new Keras optimizer model_to_estimator would rebuild."""
+    site = _for_model_to_estimator(ctx)[1].get(id(inner.node))
+    if site is None:
+        return []
+    at = ctx.source.offset(site[0].start_pos)
+    return [Edit(at, at, "legacy.")]

@@ -12,7 +12,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
-from .tapes import keras_step_tapes, tf_module_alias
+from .tapes import keras_step_tapes, tape_loops_beside_fit, tf_module_alias
 
 RULES = {
     "HVD001": ("horovod-setup", "Add Horovod set-up (import, hvd.init(), GPU pinning)"),
@@ -38,7 +38,7 @@ def setup_code(ctx: RuleContext) -> str:
         lines.append(f"import tensorflow as {tf}")
     lines.append(f"import {ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras"):
-        if keras_step_tapes(ctx):    # a train_step's own tape needs horovod.tensorflow's wrapper
+        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx):   # a tape needs horovod.tensorflow's wrapper
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")
     if "Session" in ctx.summary.kinds:     # graph mode pins in the session config (HVD070)
@@ -60,7 +60,7 @@ def setup_site(ctx: RuleContext) -> Finding | None:
         return _missing_module_import(ctx)
     if env.tf_import is None and env.keras_import is None:
         return None
-    anchor = env.top_imports_end
+    anchor = env.setup_after
     code = "HVD002" if ctx.summary.hvd_module.endswith("keras") else "HVD001"
     site_node = env.tf_import or env.keras_import
     if anchor is None or ctx.blocked(code, site_node):
@@ -96,7 +96,7 @@ def after_setup(ctx: RuleContext, at=None) -> int | None:
     (``def train(): hvd.init() ...``), right after the set-up in that function: a variable
     created at module level would touch the GPUs before they are pinned."""
     env, facts = ctx.env, ctx.facts
-    last = env.top_imports_end
+    last = env.setup_after
     if facts.uses_horovod:
         block = ctx.source.module
         fn = _init_function(ctx, at)
@@ -126,6 +126,27 @@ def _init_function(ctx: RuleContext, at):
                 and N.statement_of(c.node).parent is fn.children[-1]:
             return fn
     return None
+
+
+def placed(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
+    """TensorFlow imported below other code (``data = load(); import tensorflow as tf``):
+    the set-up follows that import, unless an edit of the conversion lands above it (a
+    guarded print, a rank-0 download), which would run before ``hvd.init()``; then the
+    set-up goes at the top of the module, before the first code, with its own copy of the
+    import. Returns `findings` with the set-up's edit moved when needed."""
+    env = ctx.env
+    late = env.setup_after
+    if late is None or late is env.top_imports_end or env.top_block_end is None:
+        return findings
+    setup = next((f for f in findings if f.code in ("HVD001", "HVD002") and f.fix is not None), None)
+    if setup is None or not setup.fix.edits:
+        return findings
+    at = setup.fix.edits[0].start
+    if not any(e.start < at for f in findings if f is not setup and f.fix is not None for e in f.fix.edits):
+        return findings
+    top = ctx.insert_before_stmt(env.top_block_end, late.get_code(include_prefix=False) + "\n" + setup_code(ctx))
+    setup.fix.edits = [top]
+    return findings
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:

@@ -3,14 +3,18 @@
 even in a ``fit`` program, so the set-up imports that module too), whether a tape is
 already wrapped or averaged by hand, and the name horovod.tensorflow is bound to.
 
+A program that trains with both ``fit`` and a GradientTape loop imports
+horovod.tensorflow.keras as ``hvd`` and horovod.tensorflow beside it for the tape loop
+(`tape_loops_beside_fit`, `in_keras_step`).
+
 Requires: rules.base, analysis (gradflow, loop). Provides: `keras_step_tapes`,
-`tf_module_alias`, `wrapped`.
+`tf_module_alias`, `wrapped`, `tape_loops_beside_fit`, `in_keras_step`, `tape_optimizers`.
 """
 
 from __future__ import annotations
 
 from ..analysis.gradflow import is_training_tape
-from ..analysis.loop import KERAS_STEP_METHODS
+from ..analysis.loop import KERAS_STEP_METHODS, TAPE
 from ..parse import nodes as N
 from .base import RuleContext
 
@@ -41,6 +45,37 @@ def keras_step_tapes(ctx: RuleContext) -> list:
         if takes and is_training_tape(ctx.env, tape) and not wrapped(ctx, tape, with_stmt):
             out.append(tape)
     ctx._keras_step_tapes = out
+    return out
+
+
+def tape_loops_beside_fit(ctx: RuleContext) -> bool:
+    """A Keras-flavoured program (``hvd`` is horovod.tensorflow.keras) that also trains with a
+    GradientTape loop of its own: that loop uses horovod.tensorflow's tape and broadcast."""
+    return ctx.summary.hvd_module.endswith("keras") and any(s.kind == TAPE for s in ctx.summary.sites)
+
+
+def in_keras_step(ctx: RuleContext, node) -> bool:
+    """Is `node` inside a Keras model's ``train_step`` override (run by fit)?"""
+    fn = N.enclosing(node, {"funcdef"})
+    while fn is not None:
+        if fn.name.value in KERAS_STEP_METHODS and ctx.env.is_method(fn):
+            cls = N.enclosing(fn, {"classdef"})
+            if cls is not None and cls.name.value in ctx.env.classes:
+                return True
+        fn = N.enclosing(fn, {"funcdef"})
+    return False
+
+
+def tape_optimizers(ctx: RuleContext) -> set:
+    """ids of the optimizer bindings a GradientTape loop applies (``opt.apply_gradients``
+    outside a Keras ``train_step``): their gradients are averaged by the tape, not the optimizer."""
+    out = set()
+    for call in ctx.calls("apply_gradients"):
+        if in_keras_step(ctx, call.node):
+            continue
+        b = ctx.env.lookup(call.receiver_dotted(), call.node, "optimizer")
+        if b is not None:
+            out.add(id(b))
     return out
 
 
