@@ -7,6 +7,7 @@ Requires: env (import aliases, top-of-file block), loop (which Horovod module).
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from ..parse import nodes as N
@@ -142,11 +143,18 @@ def placed(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
     if setup is None or not setup.fix.edits:
         return findings
     at = setup.fix.edits[0].start
-    if not any(e.start < at for f in findings if f is not setup and f.fix is not None for e in f.fix.edits):
+    if not any(e.start < at and _runs_horovod(ctx, e) for f in findings if f is not setup and f.fix is not None
+               for e in f.fix.edits):
         return findings
     top = ctx.insert_before_stmt(env.top_block_end, late.get_code(include_prefix=False) + "\n" + setup_code(ctx))
     setup.fix.edits = [top]
     return findings
+
+
+def _runs_horovod(ctx: RuleContext, edit) -> bool:
+    """An edit that names Horovod (a guard, a barrier); an added ``import math`` runs nothing
+    the set-up must precede."""
+    return re.search(rf"\b{re.escape(ctx.hvd)}\b|\bhvd", edit.new_text) is not None
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
