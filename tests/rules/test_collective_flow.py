@@ -73,6 +73,15 @@ def test_inline_tape_loss_and_metric_result():
     assert_rule(before, after, "HVD080")
 
 
+def test_counter_reset_under_a_per_rank_test_is_per_rank():
+    """Manual early stopping: `wait` only counts constants, but it is reset when this rank's
+    validation loss improves, so it differs between ranks."""
+    loop = ("best, wait = 9.0, 0\nfor epoch in range(99):\n    for x, y in dataset:\n        train_step(x, y)\n"
+            "    val = float(model(x)[0, 0])\n    wait += 1\n    if val < best:\n        best = val\n        wait = 0\n"
+            "    if wait >= 3:\n        break\n")
+    assert_rule(HEAD + loop, HEAD + loop.replace("if wait >= 3", f"if {AVG.format('wait')} >= 3"), "HVD080")
+
+
 @pytest.mark.parametrize("loop", [
     # a step counter, a constant, an epoch counter, a flag, enumerate's index
     "step = 0\nfor x, y in dataset:\n    train_step(x, y)\n    step += 1\n    if step >= 3:\n        break\n",

@@ -19,7 +19,8 @@ module): sources are the results of the training step (a call of a function that
 names assigned under a training tape), model calls, ``env.step``/``reset``, metric
 ``result()``, ``evaluate``/``predict``/``*_on_batch``/``fit``, random draws, ``next()`` and
 the elements of a dataset; a value computed from one (``+=``, arithmetic, ``append``,
-``statistics.mean``) is per-rank; a Horovod collective's result is not. A constant, a
+``statistics.mean``), or assigned under a per-rank test (``if val_loss < best: wait = 0``),
+is per-rank; a Horovod collective's result is not. A constant, a
 ``range`` counter, a step counter, ``hvd.size()`` are the same on every rank.
 
 Requires: env (bindings, call targets), loop (sites, functions that train), facts (Horovod
@@ -213,11 +214,11 @@ class _PerRank:
         changed = True
         while changed:
             changed = False
-            for targets, value, kind in facts:
+            for targets, value, kind, conds in facts:
                 if all(t in self.names for t in targets):
                     continue
                 if kind == "source" or (kind == "iter" and self.iterable(value)) or \
-                        (kind == "value" and self.expr(value)):
+                        (kind == "value" and self.expr(value)) or any(self.expr(c) for c in conds):
                     new = set(targets) - self.names
                     if new:
                         self.names |= new
@@ -242,13 +243,13 @@ class _PerRank:
                     if len(parts) == 2:       # ``for i, batch in enumerate(data)``: i counts
                         names = _names(parts[1])
                         iterable = call.positional(0).value
-                facts.append((names, iterable, "iter"))
+                facts.append((names, iterable, "iter", self._conds(child)))
             elif t in ("atom_expr", "power"):
                 call = N.as_call(child)
                 if call is not None and call.method in APPENDERS and call.args:
                     target = call.receiver_dotted()
                     if target and "." not in target:
-                        facts.append(([target], call.trailer, "value"))
+                        facts.append(([target], call.trailer, "value", self._conds(child)))
             self._collect(child, facts)
 
     def _assignment(self, stmt, facts: list) -> None:
@@ -259,11 +260,16 @@ class _PerRank:
             names = [n for t in targets for n in _names(t)]
             self.assigned |= set(names)
             constant = all(leaf.type in ("number", "string", "keyword", "operator") for leaf in _leaves(value))
-            facts.append((names, value, "source" if under_tape and not constant else "value"))
+            facts.append((names, value, "source" if under_tape and not constant else "value", self._conds(stmt)))
         elif len(stmt.children) == 3 and stmt.children[1].type == "operator" and stmt.children[1].value.endswith("="):
             names = _names(stmt.children[0])          # ``x += v``: x keeps its own taint too
             self.assigned |= set(names)
-            facts.append((names, stmt.children[2], "value"))
+            facts.append((names, stmt.children[2], "value", self._conds(stmt)))
+
+    def _conds(self, stmt) -> list:
+        """The ``if`` tests deciding whether `stmt` runs (in this scope): a value assigned
+        under a per-rank test is per-rank (``if val_loss < best: wait = 0``)."""
+        return _governing_tests(stmt, self.scope)
 
     # -- per-rank expressions ----------------------------------------------------------
     def name(self, name: str) -> bool:
