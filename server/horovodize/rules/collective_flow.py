@@ -48,6 +48,9 @@ COLLECTIVE_APIS = frozenset({"allreduce", "grouped_allreduce", "broadcast", "bro
 COMPARE = frozenset({"<", ">", "<=", ">=", "==", "!="})
 APPENDERS = frozenset({"append", "extend", "insert", "add", "appendleft"})
 LOOPS = ("for_stmt", "while_stmt")
+# nodes that hold statements (what the per-rank pass walks through)
+STATEMENTS = (N.COMPOUND - {"funcdef", "classdef", "decorated", "async_funcdef"}) | {
+    "simple_stmt", "suite", "if_stmt", "else_clause", "except_clause", "case_block"}
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
@@ -210,25 +213,33 @@ class _PerRank:
         self.tapes = [s.node for s in ctx.summary.sites if s.node.type == "with_stmt"]
         flows[id(scope)] = self      # (a name from the module asks the module's flow)
         facts = []
-        self._collect(scope, facts)
-        changed = True
-        while changed:
-            changed = False
-            for targets, value, kind, conds in facts:
-                if all(t in self.names for t in targets):
-                    continue
-                if kind == "source" or (kind == "iter" and self.iterable(value)) or \
-                        (kind == "value" and self.expr(value)) or any(self.expr(c) for c in conds):
-                    new = set(targets) - self.names
-                    if new:
-                        self.names |= new
-                        changed = True
+        self._collect(scope.children[-1] if scope.type == "funcdef" else scope, facts)
+        # a worklist: a fact is asked again only when a name it reads became per-rank
+        readers: dict[str, list[int]] = {}
+        for i, (_targets, value, _kind, conds) in enumerate(facts):
+            stack = [value, *conds]
+            while stack:
+                node = stack.pop()
+                if node.type == "name":
+                    readers.setdefault(node.value, []).append(i)
+                else:
+                    stack += getattr(node, "children", ())
+        todo = list(range(len(facts)))
+        while todo:
+            targets, value, kind, conds = facts[todo.pop()]
+            if all(t in self.names for t in targets):
+                continue
+            if kind == "source" or (kind == "iter" and self.iterable(value)) or \
+                    (kind == "value" and self.expr(value)) or any(self.expr(c) for c in conds):
+                for name in set(targets) - self.names:
+                    self.names.add(name)
+                    todo += readers.get(name, ())
 
     # -- what the scope assigns --------------------------------------------------------
     def _collect(self, node, facts: list) -> None:
         for child in getattr(node, "children", ()):
             t = child.type
-            if t in ("funcdef", "classdef", "lambdef") and child is not self.scope:
+            if t in ("funcdef", "classdef", "lambdef", "decorated", "async_funcdef"):
                 continue
             if t == "expr_stmt":
                 self._assignment(child, facts)
@@ -250,17 +261,19 @@ class _PerRank:
                     target = call.receiver_dotted()
                     if target and "." not in target:
                         facts.append(([target], call.trailer, "value", self._conds(child)))
-            self._collect(child, facts)
+            if t in STATEMENTS:
+                self._collect(child, facts)    # (statements only: not into expressions)
 
     def _assignment(self, stmt, facts: list) -> None:
         parts = N.assign_parts(stmt)
-        under_tape = any(N.inside(stmt, w) for w in self.tapes)
+        under_tape = bool(self.tapes) and any(N.inside(stmt, w) for w in self.tapes)
         if parts is not None:
             targets, value = parts
             names = [n for t in targets for n in _names(t)]
             self.assigned |= set(names)
-            constant = all(leaf.type in ("number", "string", "keyword", "operator") for leaf in _leaves(value))
-            facts.append((names, value, "source" if under_tape and not constant else "value", self._conds(stmt)))
+            source = under_tape and not all(leaf.type in ("number", "string", "keyword", "operator")
+                                            for leaf in _leaves(value))
+            facts.append((names, value, "source" if source else "value", self._conds(stmt)))
         elif len(stmt.children) == 3 and stmt.children[1].type == "operator" and stmt.children[1].value.endswith("="):
             names = _names(stmt.children[0])          # ``x += v``: x keeps its own taint too
             self.assigned |= set(names)
