@@ -112,13 +112,15 @@ class Analysis:
 def _without_overlaps(edits: list[Edit]) -> list[Edit]:
     """Sort stably by position and drop an edit that overlaps an earlier one."""
     out: list[Edit] = []
+    seen: set[Edit] = set()     # sites sharing edits (one rank-0 guard around a run of statements)
     last = -1
     # at one offset, whole inserted lines go before text inserted into the line there (a set-up
     # line must not land after the `if hvd.rank() == 0: ` guard put before that line's statement)
     for e in sorted(edits, key=lambda e: (e.start, e.end, not (e.start == e.end and e.new_text.endswith(("\n", "\r"))))):
-        if e.start < last or (out and e == out[-1]):
+        if e.start < last or e in seen:
             continue
         out.append(e)
+        seen.add(e)
         last = max(last, e.end)
     return out
 

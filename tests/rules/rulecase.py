@@ -21,9 +21,7 @@ def src(text: str) -> str:
 def merged(edits: list[Edit]) -> list[Edit]:
     """Sort stably, drop exact duplicates (two sites may share an edit), refuse overlaps."""
     out: list[Edit] = []
-    for e in sorted(edits, key=lambda e: (e.start, e.end)):
-        if out and e == out[-1]:
-            continue
+    for e in sorted(set(edits), key=lambda e: (e.start, e.end, edits.index(e))):
         assert not out or e.start >= out[-1].end, f"overlapping edits {out[-1]} and {e}"
         out.append(e)
     return out

@@ -154,3 +154,44 @@ def test_negative_horovod_examples():
     assert_no_rule(text, "HVD050")
     assert_no_rule(text, "HVD051")
     assert convert_text(src(text)) == src(text)
+
+
+FIT = "model.fit(x, y, verbose=0, callbacks=[hvd_cb])\n"
+
+
+@pytest.mark.parametrize("before, after", [
+    ("model.evaluate(x, y)", "model.evaluate(x, y, verbose=1 if hvd.rank() == 0 else 0)"),
+    ("model.evaluate(x, y, verbose=2)", "model.evaluate(x, y, verbose=2 if hvd.rank() == 0 else 0)"),
+    ("model.evaluate(x, y, 32, 2)", "model.evaluate(x, y, 32, 2 if hvd.rank() == 0 else 0)"),
+    ("p = model.predict(x)", "p = model.predict(x, verbose=1 if hvd.rank() == 0 else 0)"),
+    ("p = model.predict(x, 32, 1)", "p = model.predict(x, 32, 1 if hvd.rank() == 0 else 0)"),
+    ("es = tf.keras.callbacks.EarlyStopping(patience=2, verbose=1)",
+     "es = tf.keras.callbacks.EarlyStopping(patience=2, verbose=1 if hvd.rank() == 0 else 0)"),
+])
+def test_evaluate_predict_and_steering_verbose(before, after):
+    assert_rule(HEAD + FIT + before + "\n", HEAD + FIT + after + "\n", "HVD051")
+
+
+@pytest.mark.parametrize("text", [
+    "model.evaluate(x, y, verbose=0)",
+    "p = model.predict(x, verbose=False)",
+    "es = tf.keras.callbacks.EarlyStopping(patience=2)",      # silent by default
+    "clf.predict(x)",                                          # not a Keras model
+])
+def test_silent_or_foreign_progress_left_alone(text):
+    assert_no_rule(HEAD + FIT + text + "\n", "HVD051")
+
+
+@pytest.mark.parametrize("imports, before, after", [
+    ("from tqdm import tqdm\n", "for b in tqdm(batches):\n    pass\n",
+     "for b in tqdm(batches, disable=hvd.rank() != 0):\n    pass\n"),
+    ("import tqdm\n", "t = tqdm.trange(9, desc='ep')\n", "t = tqdm.trange(9, desc='ep', disable=hvd.rank() != 0)\n"),
+    ("from tqdm.auto import tqdm\n", "bar = tqdm(total=9, disable=quiet)\n",
+     "bar = tqdm(total=9, disable=quiet or hvd.rank() != 0)\n"),
+])
+def test_tqdm_on_rank0(imports, before, after):
+    assert_rule(imports + HEAD + FIT + before, imports + HEAD + FIT + after, "HVD051")
+
+
+def test_tqdm_not_imported_from_tqdm_left_alone():
+    assert_no_rule(HEAD + FIT + "def tqdm(x):\n    return x\nfor b in tqdm(batches):\n    pass\n", "HVD051")

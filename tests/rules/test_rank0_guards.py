@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from horovodize.engine import analyze, convert_text
 
-from rulecase import assert_no_rule, assert_rule, compiles, rule_output, sites, src
+from horovodize.parse.source import apply_edits
+from rulecase import assert_no_rule, assert_rule, compiles, merged, rule_output, sites, src
 
 
 def test_print_statements_are_guarded():
@@ -119,8 +120,9 @@ def test_checkpoint_save_and_manager_save():
         ckpt = tf.train.Checkpoint(model=model)
         manager = tf.train.CheckpointManager(ckpt, "./ckpts", max_to_keep=3)
         for epoch in range(3):
-            if hvd.rank() == 0: ckpt.save("./ckpts/ckpt")
-            if hvd.rank() == 0: path = manager.save()
+            if hvd.rank() == 0:
+                ckpt.save("./ckpts/ckpt")
+                path = manager.save()
         ckpt.restore(manager.latest_checkpoint)
         """
     assert_rule(before, after, "HVD031")
@@ -165,10 +167,10 @@ def test_model_writes_and_summary():
         import tensorflow as tf
 
         model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
-        if hvd.rank() == 0: model.summary()
-        if hvd.rank() == 0: model.save_weights("w.h5")
-        if hvd.rank() == 0: model.save("model.keras")
         if hvd.rank() == 0:
+            model.summary()
+            model.save_weights("w.h5")
+            model.save("model.keras")
             with open("log.txt", "w") as fh:
                 fh.write("done\\n")
         """
@@ -205,11 +207,12 @@ def test_every_file_write_of_the_contract():
         import tensorflow as tf
 
         model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
-        if hvd.rank() == 0: tf.saved_model.save(model, "export")
-        if hvd.rank() == 0: np.save("x.npy", np.zeros(3))
-        if hvd.rank() == 0: pickle.dump(model.get_weights(), open("w.pkl", "wb"))
-        if hvd.rank() == 0: json.dump({"a": 1}, open("a.json", "w"))
-        if hvd.rank() == 0: plt.savefig("loss.png")
+        if hvd.rank() == 0:
+            tf.saved_model.save(model, "export")
+            np.save("x.npy", np.zeros(3))
+            pickle.dump(model.get_weights(), open("w.pkl", "wb"))
+            json.dump({"a": 1}, open("a.json", "w"))
+            plt.savefig("loss.png")
         writer = tf.summary.create_file_writer("logs") if hvd.rank() == 0 else tf.summary.create_noop_writer()
         if hvd.rank() == 0:
             with open("log.txt", "a") as fh:
@@ -348,3 +351,36 @@ def test_no_barrier_in_a_function_only_rank0_calls():
         if hvd.rank() == 0:
             export_and_check("m.keras")
         """, "HVD033")
+
+
+def test_consecutive_guards_make_one_block():
+    """Statements to guard that follow each other in one block get one guard (a statement
+    alone keeps its one-line guard); each site's own quick fix guards the whole run."""
+    before = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        print("start")
+        model.fit(x, y)
+        print("evaluating")
+        # the final numbers
+        print(model.evaluate(x, y))
+        model.save("m.keras")
+        """
+    after = """
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        if hvd.rank() == 0: print("start")
+        model.fit(x, y)
+        if hvd.rank() == 0:
+            print("evaluating")
+            # the final numbers
+            print(model.evaluate(x, y))
+            model.save("m.keras")
+        """
+    analysis = analyze(src(before))
+    run = [f for f in analysis.rule_sites if f.code in ("HVD030", "HVD032") and f.start > src(before).index("fit")]
+    assert len(run) == 3 and all(f.fix.edits == run[0].fix.edits for f in run)
+    assert apply_edits(src(before), merged([e for f in analysis.rule_sites if f.code in ("HVD030", "HVD032")
+                                            for e in f.fix.edits])) == src(after)

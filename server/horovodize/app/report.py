@@ -17,6 +17,7 @@ POINTS = [
     (7, "side effects from rank 0 (prints, files), reads after a barrier",
      ("HVD030", "HVD031", "HVD032", "HVD033", "HVD051", "HVD061", "HVD074")),
     (9, "data acquired once per host (downloads, caches, extraction, data folders)", ("HVD044",)),
+    (10, "control flow the same on every rank (loop exits and branches around collectives)", ("HVD080",)),
     (11, "a stack that can run it (Keras 2 imports, no collective under XLA)", ("HVD090", "HVD091")),
 ]
 LOOP_POINTS = {2, 3, 4, 5}
@@ -73,7 +74,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
         elif notes and status == "done":
             status = "partly done"
         elif notes and status == "nothing to change":
-            status = "not done"         # what was left is in the notes (e.g. a fetch in a return)
+            status = "not done"         # what was left is in the notes (a fetch in a return, a per-rank flag)
         elif notes and status == "not done" and number in (5, 9):
             why = ""
         points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes,

@@ -29,6 +29,10 @@ from . import horovod_misuse  # noqa: E402  (warnings on code that already uses 
 
 RULE_MODULES = RULE_MODULES + (horovod_misuse,)
 
+from . import collective_flow  # noqa: E402  (contract point 10: per-rank loop exits, HVD080)
+
+RULE_MODULES = RULE_MODULES + (collective_flow,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -1,7 +1,9 @@
 """Keras ``fit`` rules: broadcast the initial state with
 ``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, then
 ``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks, steering callbacks on every
-rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051).
+rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051):
+``verbose`` of ``fit``/``evaluate``/``predict`` and of the steering callbacks that run on every
+rank (``EarlyStopping(verbose=1)``), and ``tqdm``/``trange`` bars (``disable=hvd.rank() != 0``).
 
 Requires: env (model bindings, or a name the file calls ``compile`` on), loop (flavour).
 """
@@ -11,8 +13,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..parse import nodes as N
+from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 
 RULES = {
     "HVD050": ("broadcast-callback", "Broadcast initial variables with a Horovod callback"),
@@ -20,6 +23,12 @@ RULES = {
 }
 # Keras Model.fit(x, y, batch_size, epochs, verbose, callbacks, ...)
 VERBOSE_POS, CALLBACKS_POS = 4, 5
+# where ``verbose`` sits among the positionals of the other progress-printing model methods
+OTHER_VERBOSE_POS = {"evaluate": 3, "predict": 2}
+# callbacks that run on every rank (they steer training) and print when verbose
+STEERING_VERBOSE = ("EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler")
+TQDM = frozenset({"tqdm", "trange", "tqdm.tqdm", "tqdm.trange", "tqdm.auto.tqdm", "tqdm.auto.trange",
+                  "tqdm.notebook.tqdm", "tqdm.notebook.trange"})
 LOW_PRECEDENCE = ("test", "lambdef", "namedexpr_test")
 
 
@@ -32,12 +41,67 @@ def fit_calls(ctx: RuleContext) -> Iterator[N.Call]:
             yield call
 
 
+def model_calls(ctx: RuleContext, method: str) -> Iterator[N.Call]:
+    """Every ``model.<method>(...)`` on something the file knows to be a Keras model."""
+    compiled = {c.receiver_dotted() for c in ctx.calls("compile")}
+    for call in ctx.calls(method):
+        receiver = call.receiver_dotted()
+        if call.method == method and receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
+            yield call
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in fit_calls(ctx):
         if call.has_star():
             continue
         yield from _callbacks(ctx, call)
         yield from _verbose(ctx, call)
+    if not ctx.summary.sites:
+        return
+    for method, pos in OTHER_VERBOSE_POS.items():
+        for call in model_calls(ctx, method):
+            if not call.has_star() and not under_rank0_guard(call.node, ctx):
+                yield from _verbose(ctx, call, pos, f"every rank prints {method} progress")
+    yield from _steering_verbose(ctx)
+    yield from _tqdm(ctx)
+
+
+def _steering_verbose(ctx: RuleContext) -> Iterator[Finding]:
+    """``EarlyStopping(verbose=1)`` runs on every rank (it steers training): its messages
+    are rank 0's (a writing callback such as ``ModelCheckpoint`` is on rank 0 only, HVD050)."""
+    for name in STEERING_VERBOSE:
+        for call in ctx.calls(name):
+            q = ctx.env.callee_qualname(call) or ""
+            arg = call.keyword("verbose")
+            if not q.endswith("callbacks." + name) or arg is None or under_rank0_guard(call.node, ctx):
+                continue
+            yield from _verbose(ctx, call, None, f"every rank prints {name}'s messages", keep_missing=True)
+
+
+def _tqdm(ctx: RuleContext) -> Iterator[Finding]:
+    """A ``tqdm``/``trange`` bar on rank 0 only: ``disable=hvd.rank() != 0``."""
+    hvd = ctx.hvd
+    tqdm_names = _imported_from(ctx, "tqdm")
+    if not tqdm_names:
+        return
+    for name in ("tqdm", "trange"):
+        for call in ctx.calls(name):
+            dotted = call.callee_dotted()
+            if dotted not in TQDM or call.has_star() or under_rank0_guard(call.node, ctx) \
+                    or ctx.blocked("HVD051", call.node):
+                continue
+            if dotted.split(".")[0] not in tqdm_names:
+                continue          # not imported from tqdm (a local function named tqdm)
+            arg = call.keyword("disable")
+            if arg is None:
+                edits = ctx.add_keyword(call, f"disable={hvd}.rank() != 0")
+            elif mentions_hvd(arg.value, ctx) or ctx.facts.rank_dependent(arg.value) \
+                    or arg.value.get_code(include_prefix=False) == "True":
+                continue
+            else:
+                edits = _paren(ctx, arg.value, "", f" or {hvd}.rank() != 0")
+            yield finding(ctx, "HVD051", call.node, "every rank draws the progress bar",
+                          Fix("Show the progress bar on rank 0 only", edits))
 
 
 def _arg(call: N.Call, name: str, pos: int):
@@ -150,11 +214,28 @@ def _rank0_entry(ctx: RuleContext, entry) -> list[Edit]:
     return [Edit(start, end, f"*([{ctx.source.text[start:end]}] if {hvd}.rank() == 0 else [])")]
 
 
-def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
+def _imported_from(ctx: RuleContext, package: str) -> set[str]:
+    """Local names the file's imports bind to `package` or something in it."""
+    out = set()
+    for node in ctx.env.imports:
+        if node.type == "import_name":
+            for dotted_node, alias in import_names(node):
+                full = dotted_node.get_code(include_prefix=False).replace(" ", "")
+                if full == package or full.startswith(package + "."):
+                    out.add(alias or full.split(".")[0])
+        else:
+            out |= {local for local, full in import_bindings(node) if full.split(".")[0] == package}
+    return out
+
+
+def _verbose(ctx: RuleContext, call: N.Call, pos: int | None = VERBOSE_POS,
+             message: str = "every rank prints fit progress", keep_missing: bool = False) -> Iterator[Finding]:
     if ctx.blocked("HVD051", call.node):
         return
     hvd = ctx.hvd
-    arg = _arg(call, "verbose", VERBOSE_POS)
+    arg = call.keyword("verbose") or (call.positional(pos) if pos is not None else None)
+    if arg is None and keep_missing:
+        return
     if arg is None:
         edits = ctx.add_keyword(call, f"verbose=1 if {hvd}.rank() == 0 else 0")
     elif ctx.facts.rank_dependent(arg.value) or mentions_hvd(arg.value, ctx) \
@@ -162,5 +243,4 @@ def _verbose(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         return  # already rank-dependent, or silent on every rank
     else:
         edits = _paren(ctx, arg.value, "", f" if {hvd}.rank() == 0 else 0")
-    yield finding(ctx, "HVD051", call.node, "every rank prints fit progress",
-                  Fix(RULES["HVD051"][1], edits))
+    yield finding(ctx, "HVD051", call.node, message, Fix(RULES["HVD051"][1], edits))

@@ -6,9 +6,10 @@ under ``if hvd.rank() == 0:``; a later read of what rank 0 wrote waits for it (H
 a barrier: ``hvd.allreduce(tf.constant(0), name="barrier")``, since horovod.tensorflow
 0.28 has no ``barrier()``).
 
-A simple statement is guarded on its own line (``if hvd.rank() == 0: print(...)``): one
-insertion, nothing re-indented. A ``with open(..., "w")`` block gets an ``if`` above it and
-one more indentation step on each of its lines. A summary writer becomes a no-op writer on
+A simple statement alone is guarded on its own line (``if hvd.rank() == 0: print(...)``):
+one insertion, nothing re-indented. A ``with open(..., "w")`` block, or statements to guard
+that follow each other in one block, get one ``if`` above them and one more indentation step
+on each of their lines. A summary writer becomes a no-op writer on
 the other ranks, so ``with writer.as_default():`` still runs everywhere.
 
 Writes the lists miss are found by their effect (``facts.effects``: images, ``imageio``,
@@ -154,6 +155,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
     candidates = [c for name in names for c in ctx.calls(name)]
     writes = []          # (path text, scope, node) of every write done on rank 0
+    guarded = []         # (statement line, call, code, message, its own guard's edits)
     for call in sorted(candidates, key=lambda c: c.node.start_pos):
         code = classify(ctx, call)
         if code is None:
@@ -172,13 +174,16 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         what = {"HVD030": "print runs on every rank", "HVD031": "every rank saves the checkpoint",
                 "HVD032": f"`{call.method or call.callee_dotted()}` runs on every rank"}[code]
-        yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
+        if N.alone_on_line(stmt):
+            guarded.append((N.simple_stmt_of(stmt) or stmt, call, code, what, [edit]))
+        else:
+            yield finding(ctx, code, call.node, what, Fix(RULES[code][1], [edit]))
     for stmt, call in blocks:
         _note_write(ctx, call, writes)
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or in_writing_callback(ctx, call):
             continue
-        yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing",
-                      Fix(RULES["HVD032"][1], guard_block(ctx, stmt)))
+        guarded.append((stmt, call, "HVD032", "every rank opens the file for writing", guard_block(ctx, stmt)))
+    yield from _one_guard_per_block(ctx, guarded)
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
@@ -243,17 +248,40 @@ def _trains(ctx: RuleContext, stmt) -> bool:
     return False
 
 
-def guard_block(ctx: RuleContext, stmt) -> list[Edit]:
-    """``if hvd.rank() == 0:`` above a compound statement, which moves one step right.
+def _one_guard_per_block(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
+    """Statements to guard that follow each other in one block get one ``if hvd.rank() == 0:``
+    around them all, as a person writes it (a statement alone keeps its own one-line guard).
+    Each finding of a run carries the run's edits: its quick fix alone guards the run, and
+    the whole-file conversion applies the shared edits once."""
+    runs: list[list] = []
+    for item in sorted(guarded, key=lambda g: g[1].node.start_pos):
+        line = item[0]
+        last = runs[-1][-1][0] if runs else None
+        if last is not None and (line is last or (line.parent is last.parent and line.get_previous_sibling() is last)):
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    for run in runs:
+        edits = run[0][4] if len({id(g[0]) for g in run}) == 1 else guard_block(ctx, run[0][0], run[-1][0])
+        for _line, call, code, what, _own in run:
+            yield finding(ctx, code, call.node, what, Fix(RULES[code][1], edits))
+
+
+def guard_block(ctx: RuleContext, stmt, last=None) -> list[Edit]:
+    """``if hvd.rank() == 0:`` above a statement (through the sibling `last`), which moves one
+    step right.
 
     Lines inside a multi-line string keep their text (their indentation is data)."""
     src = ctx.source
     unit = src.indent_unit
     start = src.line_start(src.offset(stmt.start_pos))
-    end = ctx.stmt_end(stmt)
+    end = ctx.stmt_end(last if last is not None else stmt)
     indent = src.indent_of(stmt)
     inside_strings = []
-    for leaf in N.walk(stmt):
+    siblings = [stmt]
+    while last is not None and siblings[-1] is not last and siblings[-1].get_next_sibling() is not None:
+        siblings.append(siblings[-1].get_next_sibling())
+    for leaf in (n for sib in siblings for n in N.walk(sib)):
         if leaf.type in ("string", "fstring") and leaf.start_pos[0] != leaf.end_pos[0]:
             inside_strings.append((src.offset(leaf.start_pos), src.offset(leaf.end_pos)))
     edits = [Edit(start, start, f"{indent}if {ctx.hvd}.rank() == 0:{ctx.nl}")]
