@@ -39,7 +39,7 @@ MODULES = (
     "incremental.keep", "incremental.index_memo", "incremental.runs",
     "analysis.env", "analysis.roles", "analysis.bindings", "analysis.creations", "analysis.callables",
     "analysis.loop", "analysis.gradflow", "analysis.restrictions", "analysis.hvd_facts", "analysis.hvd_reach",
-    "analysis.session", "analysis.keras3", "analysis.strategy", "engine",
+    "analysis.session", "analysis.keras3", "analysis.strategy", "analysis.effects", "engine",
 )
 
 _loaded: set[str] = set()            # the modules the finder loads compiled
