@@ -272,3 +272,19 @@ def test_read_only_notebook_not_written(tmp_path):
     proc = run("convert", "--write", str(path))
     assert proc.returncode == 2 and b"read-only" in proc.stderr
     assert path.read_bytes() == TAPE.read_bytes()
+
+
+def test_setup_goes_into_the_imports_cell(tmp_path):
+    """The engine puts the set-up after the last import; when that import ends its cell
+    (no final newline, as Jupyter saves a cell) the lines go at the end of that cell, not
+    at the top of the next code cell."""
+    cells = [["import numpy as np\n", "import tensorflow as tf"], "# Train", FIT_CELLS[2]]
+    path = tmp_path / "imports.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)["cells"]
+    assert after[0]["source"][:3] == ["import numpy as np\n", "import tensorflow as tf\n",
+                                      "import horovod.tensorflow.keras as hvd\n"]
+    assert not after[0]["source"][-1].endswith("\n")          # the cell still ends as it did
+    assert after[2]["source"][0] == FIT_CELLS[2][0]

@@ -393,7 +393,8 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
         analysis = conversion(nb.program, args.keras_target)
     except ParseError as e:
         raise _located_cell(path, nb, e)
-    new_cells = nb.converted_cells(analysis.conversion_edits())
+    setup = analysis.setup.fix.edits if analysis.setup is not None and analysis.setup.fix else ()
+    new_cells = nb.converted_cells(analysis.conversion_edits(), setup)
     try:
         nb.check_cells(new_cells)
     except ParseError as e:

@@ -92,9 +92,11 @@ class Notebook:
             out.setdefault(cell.index, []).append(Edit(lo, hi, e.new_text))
         return out
 
-    def converted_cells(self, edits: list[Edit]) -> dict[int, str]:
-        """The new text of each code cell the edits change."""
-        by_cell = self.cell_edits(edits)
+    def converted_cells(self, edits: list[Edit], setup: list[Edit] = ()) -> dict[int, str]:
+        """The new text of each code cell the edits change. The set-up's lines (`setup`),
+        placed by the engine after the imports, go at the end of the imports' cell rather
+        than at the top of the next code cell."""
+        by_cell = self.cell_edits([self._setup_home(e) if e in setup else e for e in edits])
         cells = {c.index: c for c in self.cells}
         out = {}
         for index, mine in by_cell.items():
@@ -110,6 +112,18 @@ class Notebook:
                 Source(mask(text)[0]).check_parses()
             except ParseError as e:
                 raise ParseError(f"cell {index + 1}: {e.message}", e.line, e.column)
+
+    def _setup_home(self, e: Edit) -> Edit:
+        if e.start != e.end or not e.new_text.endswith(("\n", "\r")):
+            return e
+        for before, cell in zip(self.cells, self.cells[1:]):
+            if cell.start == e.start:
+                end = before.start + len(before.text)
+                if not before.text or before.text.endswith(("\n", "\r")):
+                    return Edit(end, end, e.new_text)
+                nl = re.search(r"\r\n|\r|\n$", e.new_text).group(0)
+                return Edit(end, end, nl + e.new_text[:-len(nl)])
+        return e
 
     def converted(self, new_cells: dict[int, str]) -> str:
         """The notebook's JSON text with the sources of `new_cells` re-encoded in place."""
