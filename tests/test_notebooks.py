@@ -288,3 +288,45 @@ def test_setup_goes_into_the_imports_cell(tmp_path):
                                       "import horovod.tensorflow.keras as hvd\n"]
     assert not after[0]["source"][-1].endswith("\n")          # the cell still ends as it did
     assert after[2]["source"][0] == FIT_CELLS[2][0]
+
+
+def test_lines_continuing_a_cells_block_stay_in_that_cell(tmp_path):
+    """(tensorflow/docs dcgan.ipynb, cyclegan.ipynb) a step function whose last line is
+    `apply_gradients(...)`, at the end of its cell: the broadcast the engine adds after it
+    is indented, so it belongs to that cell; at the top of the next cell it would not parse."""
+    cells = [["import tensorflow as tf\n", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n",
+              "opt = tf.keras.optimizers.SGD(0.1)"],
+             ["@tf.function\n", "def step(x):\n", "    with tf.GradientTape() as tape:\n",
+              "        loss = tf.reduce_mean(model(x))\n",
+              "    grads = tape.gradient(loss, model.trainable_variables)\n",
+              "    opt.apply_gradients(zip(grads, model.trainable_variables))"],
+             ["for x in tf.data.Dataset.from_tensor_slices(tf.ones((8, 2))).batch(2):\n", "    step(x)"]]
+    path = tmp_path / "step.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)["cells"]
+    assert "        hvd_broadcast_done.assign(True)" in after[1]["source"][-1]
+    assert after[2]["source"][0].startswith("for x in tf.data.Dataset")
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does(tmp_path):
+    """(tensorflow/docs guide/data.ipynb cell 177) IPython removes the first line's
+    indentation from every line of a cell; the analysis sees it so, the edits keep it."""
+    cells = [FIT_CELLS[0], FIT_CELLS[2], [" for i in range(2):\n", "   print(i)\n", " print('done')"]]
+    path = tmp_path / "indented.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    check = run("check", str(path))
+    assert b"cell 3:2:4: HVD030" in check.stdout and b"syntax error" not in check.stderr
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["cells"][2]["source"] == [
+        " for i in range(2):\n", "   if hvd.rank() == 0: print(i)\n", " if hvd.rank() == 0: print('done')"]
+    nb = notebook.load(make(cells))
+    edit = notebook._indented(nb.cells[2], Edit(19, 19, "x = 1\n"))     # (offsets in the dedented cell)
+    assert edit == Edit(21, 21, "x = 1\n ")          # a line added before `  print(i)`, indented
+
+
+def test_shell_line_continued_with_a_backslash_is_masked_whole():
+    nb = notebook.load(make([["!saved_model_cli run --dir d \\\n", " --tag_set serve\n", "import tensorflow as tf\n"]]))
+    assert nb.program.startswith("#saved_model_cli run --dir d \\\n #-tag_set serve\nimport tensorflow")

@@ -39,7 +39,9 @@ class Cell:
     span: tuple[int, int]      # the source value's text in the JSON
     items: list = field(default_factory=list)   # (line, its JSON text) of a list source
     start: int = 0             # where the cell starts in the program
-    lines: list = field(default_factory=list)   # line table of `text`
+    code: str = ""             # `text` as IPython runs it (a cell indented as a whole is dedented)
+    shift: list = field(default_factory=list)   # per line of `code`: indentation removed (dedented cells)
+    lines: list = field(default_factory=list)   # line table of `code`
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Notebook:
     cells: list[Cell]          # the code cells, in order
     program: str               # the code cells as one program, magics masked
     masks: list                # (start, end) in the program of each masked magic
+    name: str = "<notebook>"
 
     # -- positions -----------------------------------------------------------------
     def cell_at(self, offset: int) -> Cell:
@@ -57,9 +60,10 @@ class Notebook:
     def locate(self, offset: int) -> tuple[int, int, int]:
         """Program offset -> (1-based cell number in `cells`, 1-based line, 1-based column)."""
         cell = self.cell_at(offset)
-        inner = min(max(0, offset - cell.start), len(cell.text))
+        inner = min(max(0, offset - cell.start), len(cell.code))
         line = bisect.bisect_right(cell.lines, inner) - 1
-        return cell.index + 1, line + 1, inner - cell.lines[line] + 1
+        shift = cell.shift[line] if cell.shift else 0
+        return cell.index + 1, line + 1, inner - cell.lines[line] + 1 + shift
 
     def locate_line(self, line: int, column: int = 1) -> tuple[int, int, int]:
         """1-based program (line, column) -> (cell number, line, column)."""
@@ -82,21 +86,25 @@ class Notebook:
         for e in edits:
             cell = self.cell_at(e.start)
             lo, hi = e.start - cell.start, e.end - cell.start
-            if lo < 0 or hi > len(cell.text):
+            if lo < 0 or hi > len(cell.code):
                 line = self.locate(e.start)
-                raise UserError(f"an edit at cell {line[0]} line {line[1]} would straddle two cells; "
+                raise UserError(f"{self.name}: an edit at cell {line[0]} line {line[1]} would straddle two cells; "
                                 "the notebook is left unchanged")
             if self.masked(e.start, e.end, e.new_text):
-                raise UserError(f"an edit would change an IPython magic at cell {cell.index + 1}; "
+                raise UserError(f"{self.name}: an edit would change an IPython magic at cell {cell.index + 1}; "
                                 "the notebook is left unchanged")
-            out.setdefault(cell.index, []).append(Edit(lo, hi, e.new_text))
+            out.setdefault(cell.index, []).append(_indented(cell, Edit(lo, hi, e.new_text)) if cell.shift
+                                                  else Edit(lo, hi, e.new_text))
         return out
 
     def converted_cells(self, edits: list[Edit], setup: list[Edit] = ()) -> dict[int, str]:
-        """The new text of each code cell the edits change. The set-up's lines (`setup`),
-        placed by the engine after the imports, go at the end of the imports' cell rather
-        than at the top of the next code cell."""
-        by_cell = self.cell_edits([self._setup_home(e) if e in setup else e for e in edits])
+        """The new text of each code cell the edits change. Lines the engine puts after the
+        last statement of a cell land at the top of the next code cell; they go at the end
+        of the cell they follow when they are the set-up (`setup`, after the imports) or
+        indented (they continue that cell's block: a broadcast after a step function's
+        `apply_gradients`)."""
+        by_cell = self.cell_edits([self._home(e) if e in setup or e.new_text[:1] in (" ", "\t") else e
+                                   for e in edits])
         cells = {c.index: c for c in self.cells}
         out = {}
         for index, mine in by_cell.items():
@@ -109,17 +117,17 @@ class Notebook:
         """Every changed cell must still parse on its own (magics masked): else ParseError."""
         for index, text in sorted(new_cells.items()):
             try:
-                Source(mask(text)[0]).check_parses()
+                Source(mask(dedent(text)[0])[0]).check_parses()
             except ParseError as e:
                 raise ParseError(f"cell {index + 1}: {e.message}", e.line, e.column)
 
-    def _setup_home(self, e: Edit) -> Edit:
+    def _home(self, e: Edit) -> Edit:
         if e.start != e.end or not e.new_text.endswith(("\n", "\r")):
             return e
         for before, cell in zip(self.cells, self.cells[1:]):
             if cell.start == e.start:
-                end = before.start + len(before.text)
-                if not before.text or before.text.endswith(("\n", "\r")):
+                end = before.start + len(before.code)
+                if not before.code or before.code.endswith(("\n", "\r")):
                     return Edit(end, end, e.new_text)
                 nl = re.search(r"\r\n|\r|\n$", e.new_text).group(0)
                 return Edit(end, end, nl + e.new_text[:-len(nl)])
@@ -167,7 +175,7 @@ class Notebook:
         parts = []
         for cell in self.cells:
             text = new_cells.get(cell.index, cell.text)
-            text = mask(text, script=True)[0]
+            text = mask(dedent(text)[0], script=True)[0]
             parts.append(text if text.endswith(("\n", "\r")) or not text else text + "\n")
         return "".join(parts)
 
@@ -183,6 +191,28 @@ class Notebook:
                                              tofile=f"b/{name}:cell {cell.index + 1}"):
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of cell\n")
         return "".join(out)
+
+
+def _indented(cell: Cell, e: Edit) -> Edit:
+    """An edit of a dedented cell's `code` as an edit of its `text`: positions moved by the
+    indentation removed from their line, and the lines it adds indented as the cell is."""
+    code_lines, text_lines = cell.lines, line_table(cell.text)
+
+    def at(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(code_lines, offset) - 1
+        return text_lines[line] + offset - code_lines[line] + cell.shift[line], line
+
+    (start, first), (end, last) = at(e.start), at(e.end)
+    space = cell.text[:max(cell.shift)]
+    parts = re.split(r"(\r\n|\r|\n)", e.new_text)
+    out = []
+    for i, part in enumerate(parts):
+        out.append(part)
+        if i % 2 and (i < len(parts) - 2 or parts[-1]):
+            out.append(space[:cell.shift[first]])     # a line the edit adds, indented as its first
+        elif i % 2:
+            out.append(space[:cell.shift[last]])      # the rest of the line the edit ends in
+    return Edit(start, end, "".join(out))
 
 
 def _line_indent(raw: str, offset: int) -> str:
@@ -223,20 +253,21 @@ def load(raw: str, name: str = "<notebook>") -> Notebook:
         cells.append(Cell(i, text, as_list, span, items if as_list else []))
     if not cells:
         raise UserError(f"{name}: no code cells")
-    return _program(raw, cells)
+    return _program(raw, cells, name)
 
 
-def _program(raw: str, cells: list[Cell]) -> Notebook:
+def _program(raw: str, cells: list[Cell], name: str = "<notebook>") -> Notebook:
     parts, masks, pos = [], [], 0
     for cell in cells:
         cell.start = pos
-        cell.lines = line_table(cell.text)
-        text, spans = mask(cell.text)
+        cell.code, cell.shift = dedent(cell.text)
+        cell.lines = line_table(cell.code)
+        text, spans = mask(cell.code)
         masks += [(pos + s, pos + e) for s, e in spans]
         text += "\n"              # every cell ends a statement (a separator outside every cell)
         parts.append(text)
         pos += len(text)
-    return Notebook(raw, cells, "".join(parts), masks)
+    return Notebook(raw, cells, "".join(parts), masks, name)
 
 
 def _ws(s: str, i: int) -> int:
@@ -313,6 +344,21 @@ def _source_spans(raw: str) -> dict[int, tuple[tuple[int, int], list]]:
 
 
 # -- magics --------------------------------------------------------------------------
+def dedent(text: str) -> tuple[str, list[int]]:
+    """IPython's leading-indent clean-up: when a cell's first line is indented, that
+    indentation is removed from every line that starts with it. (text, removed per line;
+    [] when nothing is removed)."""
+    m = re.match(r"[ \t]+", text)
+    if not m:
+        return text, []
+    space = m.group(0)
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    shift = [len(space) if line.startswith(space) else 0 for line in lines]
+    if text.endswith(("\n", "\r")):
+        shift.append(0)
+    return "".join(line[n:] for line, n in zip(lines, shift)), shift
+
+
 def mask(text: str, script: bool = False) -> tuple[str, list[tuple[int, int]]]:
     """`text` with each IPython line (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, a
     ``%%cell`` magic) made a comment, and the (start, end) of each. Same length (program
@@ -323,15 +369,16 @@ def mask(text: str, script: bool = False) -> tuple[str, list[tuple[int, int]]]:
     whole = first.startswith("%%") and re.match(r"%%(\w+)", first) and \
         re.match(r"%%(\w+)", first).group(1) not in PYTHON_CELL_MAGICS
     starts = _logical_starts(text) if not whole else None
-    seen_code = False
+    seen_code = continued = False
     for line in lines:
         body = line.rstrip("\r\n")
         stripped = body.lstrip(" \t")
-        is_magic = bool(stripped) and (whole or (pos in starts and (
+        is_magic = bool(stripped) and (whole or continued or (pos in starts and (
             stripped[0] in "%!" or _HELP.match(body) or _ASSIGN_MAGIC.match(body)
             or (stripped.startswith("%%") and not seen_code))))
         if stripped and not stripped.startswith("#"):
             seen_code = True
+        continued = is_magic and body.endswith("\\")       # `!cmd \` goes on on the next line
         if is_magic:
             indent = len(body) - len(stripped)
             if script:
