@@ -330,3 +330,16 @@ def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does(tmp_path):
 def test_shell_line_continued_with_a_backslash_is_masked_whole():
     nb = notebook.load(make([["!saved_model_cli run --dir d \\\n", " --tag_set serve\n", "import tensorflow as tf\n"]]))
     assert nb.program.startswith("#saved_model_cli run --dir d \\\n #-tag_set serve\nimport tensorflow")
+
+
+def test_to_script_of_a_refused_notebook_writes_nothing_exit_3(tmp_path):
+    cells = [["import sys\n", "import tensorflow as tf\n", "if sys.argv[1:]:\n",
+              "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n", "    opt = tf.keras.optimizers.Adam(0.01)\n",
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n", "model.compile(optimizer=opt, loss='mse')\n",
+              "model.fit(tf.ones((8, 2)), tf.ones((8, 1)), epochs=2)\n"]]
+    path, script = tmp_path / "refused.ipynb", tmp_path / "train.py"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path), "--to-script", str(script))
+    assert proc.returncode == 3 and not script.exists(), proc.stderr.decode()
+    assert b"refused; " in proc.stderr
+

@@ -18,6 +18,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from json.decoder import scanstring
 
 from ..errors import UserError
@@ -53,9 +54,16 @@ class Notebook:
     name: str = "<notebook>"
 
     # -- positions -----------------------------------------------------------------
+    @cached_property
+    def _starts(self) -> list[int]:
+        return [c.start for c in self.cells]
+
+    @cached_property
+    def _program_lines(self) -> list[int]:
+        return line_table(self.program)
+
     def cell_at(self, offset: int) -> Cell:
-        starts = [c.start for c in self.cells]
-        return self.cells[max(0, bisect.bisect_right(starts, offset) - 1)]
+        return self.cells[max(0, bisect.bisect_right(self._starts, offset) - 1)]
 
     def locate(self, offset: int) -> tuple[int, int, int]:
         """Program offset -> (1-based cell number in `cells`, 1-based line, 1-based column)."""
@@ -67,8 +75,8 @@ class Notebook:
 
     def locate_line(self, line: int, column: int = 1) -> tuple[int, int, int]:
         """1-based program (line, column) -> (cell number, line, column)."""
-        table = line_table(self.program)
-        offset = table[min(line, len(table)) - 1] + column - 1
+        table = self._program_lines
+        offset = table[max(1, min(line, len(table))) - 1] + column - 1
         return self.locate(offset)
 
     def masked(self, start: int, end: int, new_text: str = "") -> bool:
