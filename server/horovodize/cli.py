@@ -63,15 +63,15 @@ def read_source(path: Path) -> str:
 
 
 def python_files(paths: list[str]) -> tuple[list[Path], list[Path]]:
-    """(files to read, empty files skipped). Below a directory, a file with nothing but
-    whitespace (an ``__init__.py``) has nothing to convert and is skipped (and said so); a
-    named file is always read."""
+    """(files to read, empty files skipped): ``.py`` files and notebooks (``.ipynb``). Below a
+    directory, a file with nothing but whitespace (an ``__init__.py``) has nothing to convert
+    and is skipped (and said so); a named file is always read."""
     out: list[Path] = []
     skipped: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            for f in sorted(p.rglob("*.py")):
-                if not any(part.startswith(".") for part in f.relative_to(p).parts):
+            for f in sorted(f for f in p.rglob("*") if f.suffix in (".py", ".ipynb")):
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
                     (skipped if _blank(f) else out).append(f)
         else:
             out.append(p)
@@ -105,6 +105,9 @@ def cmd_check(args) -> int:
             print(e.line(), file=sys.stderr)
             errors += 1
             continue
+        if path.suffix == ".ipynb":
+            errors += _check_notebook(path, text, select, args, results)
+            continue
         analysis = analyze(text, select, keras_target=getattr(args, "keras_target", "tf.keras"))
         src = analysis.source
         old = py2.find(text) if analysis.error is None and src.syntax_issues else None
@@ -130,12 +133,49 @@ def cmd_check(args) -> int:
         sys.stdout.write("\n")
     else:
         for r in results:
-            print(f"{r['path']}:{r['line']}:{r['column']}: {r['code']} {r['message']}")
+            cell = f"cell {r['cell']}:" if "cell" in r else ""      # (a notebook: as ruff says it)
+            print(f"{r['path']}:{cell}{r['line']}:{r['column']}: {r['code']} {r['message']}")
         if results:
             print(f"Found {len(results)} finding(s).", file=sys.stderr)
     if errors:
         return 2
     return 1 if results else 0
+
+
+def _check_notebook(path: Path, text: str, select, args, results: list) -> int:
+    """A notebook's findings into `results`, each located in its cell; 1 on an error."""
+    from .app import notebook
+
+    try:
+        nb = notebook.load(text, str(path))
+    except UserError as e:
+        print(e.line(), file=sys.stderr)
+        return 1
+    analysis = analyze(nb.program, select, keras_target=getattr(args, "keras_target", "tf.keras"))
+    problem = analysis.error or _parse_error(analysis.source)
+    if problem is not None:
+        print(_located_cell(path, nb, problem).line(), file=sys.stderr)
+    for f in analysis.findings:
+        if nb.masked(f.start, f.end):
+            continue
+        cell, l1, c1 = nb.locate(f.start)
+        end_cell, l2, c2 = nb.locate(f.end)
+        if end_cell != cell:
+            l2, c2 = l1, c1
+        results.append({
+            "path": str(path), "cell": cell, "code": f.code, "severity": f.severity, "message": f.message,
+            "line": l1, "column": c1, "end_line": l2, "end_column": c2,
+            "fixable": f.fix is not None, "blocks": list(f.blocks),
+            "related": [dict(zip(("cell", "line", "column"), nb.locate(r.start)), message=r.message)
+                        for r in f.related],
+        })
+    return int(problem is not None)
+
+
+def _located_cell(path: Path, nb, e: ParseError) -> UserError:
+    cell, line, column = nb.locate_line(e.line, e.column)
+    message = e.message.split(": ", 1)[1] if e.message.startswith("cell ") else e.message
+    return UserError(f"{path}:cell {cell}:{line}:{column}: {e.kind}: {message}", located=True)
 
 
 def _one_based(pos):
@@ -160,7 +200,7 @@ def convert_file(path: Path, keras_target: str = "tf.keras") -> tuple[str, Analy
         raise _located(path, e)
 
 
-def write_back(path: Path, before: str, after: str) -> None:
+def write_back(path: Path, before: str, after: str, program: bool = True) -> None:
     """Replace the text of `path`, read as `before`, by `after`.
 
     Through a symbolic link the target is written (the link stays a link); mode and owner
@@ -168,9 +208,11 @@ def write_back(path: Path, before: str, after: str) -> None:
     since it was read) is refused with a one-line error. A file with one name is replaced
     atomically (temporary file in its directory, then rename); a hard-linked file, or one
     whose owner a new file could not keep, is rewritten in place so every name sees the
-    new text. The result must parse, or nothing is written.
+    new text. The result must parse, or nothing is written (a notebook, `program` false:
+    its caller checked that every changed cell parses).
     """
-    Source(after).check_parses()
+    if program:
+        Source(after).check_parses()
     real, st = check_writable(path)
     if read_bytes(real) != before.encode("utf-8"):
         raise UserError(f"{path}: changed since it was read; not written (run the conversion again)")
@@ -265,18 +307,24 @@ def cmd_convert(args) -> int:
     target = Path(args.path)
     if target.is_dir():
         if not (args.diff or args.write):
-            raise UserError(f"{target}: is a directory; use --diff or --write to convert every .py below it")
+            raise UserError(f"{target}: is a directory; use --diff or --write to convert every .py and .ipynb below it")
         files, skipped = python_files([args.path])
     else:
         files, skipped = [target], []
     if args.output and (len(files) != 1 or target.is_dir()):
         raise UserError("-o/--output takes a single input file")
+    if args.to_script and target.suffix != ".ipynb":
+        raise UserError("--to-script takes a single notebook (.ipynb)")
     failures, changed = 0, 0
     refused = 0
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
         try:
+            if path.suffix == ".ipynb":
+                c, r = convert_notebook(path, args, single=len(files) == 1)
+                changed, refused = changed + c, refused + r
+                continue
             before, analysis = convert_file(path, args.keras_target)
         except UserError as e:
             if path == target:
@@ -333,11 +381,71 @@ def cmd_convert(args) -> int:
     return 2 if failures else 3 if refused else 0
 
 
-def print_report(path: Path, analysis: Analysis, fmt: str) -> int:
-    """The conversion report on stderr (stdout stays the program); 1 when the conversion is refused."""
-    from .app import report
+def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
+    """Convert one notebook as `convert` does a .py: (1 if changed, 1 if refused). Only the
+    sources of changed code cells change in its JSON text; `--to-script` writes the converted
+    program as a script instead, and the report says how to launch it."""
+    from .app import notebook
+
+    raw = read_source(path)
+    nb = notebook.load(raw, str(path))
+    try:
+        analysis = conversion(nb.program, args.keras_target)
+    except ParseError as e:
+        raise _located_cell(path, nb, e)
+    setup = analysis.setup.fix.edits if analysis.setup is not None and analysis.setup.fix else ()
+    new_cells = nb.converted_cells(analysis.conversion_edits(), setup)
+    try:
+        nb.check_cells(new_cells)
+    except ParseError as e:
+        raise UserError(f"{path}: conversion does not parse ({e.message}); file left unchanged")
+    after = nb.converted(new_cells)
+    script = getattr(args, "to_script", None)
+    refused = int(bool(analysis.refused))
+    if args.write and raw != after:
+        check_writable(path)
+    print_report(path, analysis, getattr(args, "format", "text"), nb, script)
+    for f in analysis.findings:
+        if f.code in codes.STACK_TRAPS:
+            cell, line, col = nb.locate(f.start)
+            print(f"{path}:cell {cell}:{line}:{col}: warning: {f.code} {f.message}", file=sys.stderr)
+    if raw == after and single and not refused:
+        print(f"{path}: nothing to change", file=sys.stderr)
+    if args.diff:
+        sys.stdout.write(nb.diff(diff_name(path), new_cells))
+    elif args.write:
+        if raw != after:
+            try:
+                write_back(path, raw, after, program=False)
+            except OSError as e:
+                raise UserError(f"{path}: cannot write: {e.strerror or e}")
+    elif script:
+        if refused:
+            print(f"{path}: refused; {script} not written", file=sys.stderr)
+        else:
+            _write_out(Path(script), nb.script(new_cells))
+    elif args.output:
+        _write_out(Path(args.output), after)
+    else:
+        sys.stdout.write(after)
+    return int(raw != after), refused
+
+
+def _write_out(out: Path, text: str) -> None:
+    try:
+        out.write_text(text, encoding="utf-8", newline="") if str(out) != "-" else sys.stdout.write(text)
+    except OSError as e:
+        raise UserError(f"{out}: cannot write: {e.strerror or e}")
+
+
+def print_report(path: Path, analysis: Analysis, fmt: str, nb=None, script: str | None = None) -> int:
+    """The conversion report on stderr (stdout stays the program); 1 when the conversion is
+    refused. A notebook's (`nb`) names cells and says how to launch it."""
+    from .app import notebook, report
 
     data = report.build(analysis, str(path))
+    if nb is not None:
+        data = notebook.relocate_report(data, nb, script)
     print(json.dumps(data) if fmt == "json" else report.text(data), file=sys.stderr)
     return int(data["refused"])
 
@@ -396,6 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--diff", action="store_true", help="print a unified diff")
     g.add_argument("--write", action="store_true", help="replace the file(s) atomically")
     g.add_argument("-o", "--output", metavar="OUT", help="write the converted program to OUT")
+    g.add_argument("--to-script", metavar="SCRIPT", help="a notebook: write its converted code cells as a "
+                   "script to run with horovodrun (the report gives the command)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="format of the conversion report printed on stderr")
     _keras_target_argument(p)

@@ -105,7 +105,7 @@ def text(report: dict) -> str:
     if report["refused"]:
         lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:")
         for r in report["reasons"]:
-            lines.append(f"    line {r['line']}: {r['code']} {r['message']}")
+            lines.append(f"    {_at(r)}: {r['code']} {r['message']}")
         lines.append("  nothing else was done: every point of the contract waits for the restriction above")
         return "\n".join(lines)
     for p in report["points"]:
@@ -114,7 +114,15 @@ def text(report: dict) -> str:
         reason = f" ({p['reason']})" if p["reason"] else ""
         lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
         for c in p["changes"]:
-            lines.append(f"       line {c['line']}: {c['code']} {c['change']} ({c['message']})")
+            lines.append(f"       {_at(c)}: {c['code']} {c['change']} ({c['message']})")
         for n in p.get("notes", ()):
-            lines.append(f"       line {n['line']}: {n['note']}")
+            lines.append(f"       {_at(n)}: {n['note']}")
+    if report.get("launch"):
+        lines.append(f"  {report['launch']}")
     return "\n".join(lines)
+
+
+def _at(item: dict) -> str:
+    """``line N``, or ``cell C line N`` in a notebook (the cell's number in its `cells` list)."""
+    return f"cell {item['cell']} line {item['line']}" if "cell" in item else f"line {item['line']}"
+

@@ -257,7 +257,8 @@ def _one_guard_per_block(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
     for item in sorted(guarded, key=lambda g: g[1].node.start_pos):
         line = item[0]
         last = runs[-1][-1][0] if runs else None
-        if last is not None and (line is last or (line.parent is last.parent and line.get_previous_sibling() is last)):
+        if last is not None and (line is last or (line.parent is last.parent and line.get_previous_sibling() is last
+                                                  and not _apart(line))):
             runs[-1].append(item)
         else:
             runs.append([item])
@@ -265,6 +266,12 @@ def _one_guard_per_block(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
         edits = run[0][4] if len({id(g[0]) for g in run}) == 1 else guard_block(ctx, run[0][0], run[-1][0])
         for _line, call, code, what, _own in run:
             yield finding(ctx, code, call.node, what, Fix(RULES[code][1], edits))
+
+
+def _apart(stmt) -> bool:
+    """A blank line before `stmt`: the run ends there (the user's paragraph break; a notebook's
+    cells are joined by one, and a block must not cross cells). A comment line stays inside."""
+    return any(not line.strip() for line in stmt.get_first_leaf().prefix.split("\n")[:-1])
 
 
 def guard_block(ctx: RuleContext, stmt, last=None) -> list[Edit]:

@@ -1,0 +1,347 @@
+"""Notebooks (issue 27): `check` and `convert` of ``.ipynb`` files through the console
+script, goldens of the converted notebook's JSON (byte-exact), magics masked and never
+reported nor edited, hostile input (truncated JSON, nbformat 3, 50 MB of outputs, CRLF,
+a source given as a string), and `--to-script`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from horovodize.app import notebook
+from horovodize.errors import UserError
+from horovodize.parse.source import Edit
+
+EXE = Path(sys.executable).parent / "horovodize"
+NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
+CASES = ["tape_loop", "fit_string_crlf"]
+TAPE = NOTEBOOKS / "tape_loop.ipynb"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(EXE), *args], capture_output=True, cwd=cwd, timeout=120)
+
+
+def make(cells: list, nbformat: int = 4, outputs: list | None = None) -> str:
+    """An nbformat-4 notebook as Jupyter writes it (indent 1, no ASCII escapes)."""
+    out = []
+    for i, src in enumerate(cells):
+        kind = "markdown" if isinstance(src, str) and src.startswith("# ") else "code"
+        cell = {"cell_type": kind, "id": f"c{i}", "metadata": {}, "source": src}
+        if kind == "code":
+            cell.update(execution_count=None, outputs=outputs or [])
+        out.append(cell)
+    return json.dumps({"cells": out, "metadata": {}, "nbformat": nbformat, "nbformat_minor": 5},
+                      indent=1, ensure_ascii=False) + "\n"
+
+
+FIT_CELLS = [
+    ["import numpy as np\n", "import tensorflow as tf\n"],
+    "# Train",
+    ["x = np.zeros((64, 2), \"float32\")\n", "y = np.zeros((64, 1), \"float32\")\n",
+     "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n",
+     "model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss=\"mse\")\n", "model.fit(x, y, epochs=4)"],
+]
+
+
+# -- goldens ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES)
+def test_convert_golden_byte_exact(case):
+    proc = run("convert", str(NOTEBOOKS / f"{case}.ipynb"))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == (NOTEBOOKS / f"{case}.expected.ipynb").read_bytes()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_only_code_sources_change(case):
+    """Outputs, execution counts, ids, metadata, markdown and raw cells stay as they were;
+    every line of the JSON text outside the code cells' sources is unchanged."""
+    before = json.loads((NOTEBOOKS / f"{case}.ipynb").read_text(encoding="utf-8"))
+    after = json.loads((NOTEBOOKS / f"{case}.expected.ipynb").read_text(encoding="utf-8"))
+    assert {k: v for k, v in before.items() if k != "cells"} == {k: v for k, v in after.items() if k != "cells"}
+    assert len(before["cells"]) == len(after["cells"])
+    changed = 0
+    for a, b in zip(before["cells"], after["cells"]):
+        assert {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}
+        if a["cell_type"] != "code":
+            assert a["source"] == b["source"]
+        assert type(a["source"]) is type(b["source"])      # a list stays a list, a string a string
+        changed += a["source"] != b["source"]
+    assert changed >= 3
+
+
+def test_convert_write_replaces_atomically_and_check_is_clean_after(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(TAPE.read_bytes())
+    proc = run("convert", "--write", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b""
+    assert path.read_bytes() == (NOTEBOOKS / "tape_loop.expected.ipynb").read_bytes()
+    again = run("convert", str(path))
+    assert again.returncode == 0 and again.stdout == path.read_bytes()
+    assert b"nothing to change" in again.stderr
+
+
+def test_convert_diff_is_per_cell(tmp_path):
+    proc = run("convert", "--diff", TAPE.name, cwd=NOTEBOOKS)
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    assert "--- a/tape_loop.ipynb:cell 2\n+++ b/tape_loop.ipynb:cell 2\n" in out
+    assert "+    tape = hvd.DistributedGradientTape(tape)\n" in out
+    assert "cell 1\n" not in out and "cell 5" not in out and "matplotlib" not in out
+
+
+def test_to_script_comments_magics_and_gives_the_launch_command(tmp_path):
+    script = tmp_path / "train.py"
+    proc = run("convert", str(TAPE), "--to-script", str(script))
+    assert proc.returncode == 0 and proc.stdout == b""
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith("# %matplotlib inline\nimport os\n")
+    assert "# !echo data ready\n" in text and "# model.summary?\n" in text
+    compile(text, str(script), "exec")
+    assert f"horovodrun -np N -H host1:4,host2:4 python {script}".encode() in proc.stderr
+    plain = run("convert", str(TAPE))
+    assert b"--to-script train.py" in plain.stderr        # the notebook's report says how to run it
+    assert run("convert", str(NOTEBOOKS.parent / "fixtures" / "HVD001" / "tape_tf_function.py"),
+               "--to-script", str(script)).returncode == 2
+
+
+def test_refused_notebook_is_printed_unchanged_exit_3(tmp_path):
+    cells = [["import sys\n", "import tensorflow as tf\n"],
+             ["if sys.argv[1:]:\n", "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n",
+              "    opt = tf.keras.optimizers.Adam(0.01)\n",
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"],
+             ["for x in tf.data.Dataset.range(4):\n", "    with tf.GradientTape() as tape:\n",
+              "        loss = tf.reduce_mean(model(tf.ones((1, 2))))\n",
+              "    grads = tape.gradient(loss, model.trainable_variables)\n",
+              "    opt.apply_gradients(zip(grads, model.trainable_variables))\n"]]
+    path = tmp_path / "refused.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 3
+    assert proc.stdout == path.read_bytes()
+    assert b"NOT CONVERTED" in proc.stderr and b"\n    cell 2 line 2: HVD-R7 optimizer `opt` is created under a condition" in proc.stderr
+    assert run("convert", "--write", str(path)).returncode == 3
+    assert path.read_text(encoding="utf-8") == make(cells)
+
+
+# -- check -----------------------------------------------------------------------------
+def test_check_text_names_the_cell_as_ruff_does():
+    proc = run("check", TAPE.name, cwd=NOTEBOOKS)
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    assert "tape_loop.ipynb:cell 2:5:1: HVD001 TensorFlow program without Horovod set-up" in lines
+    assert "tape_loop.ipynb:cell 6:9:9: HVD030 print runs on every rank" in lines
+    assert not any(":cell 1:" in line or ":cell 5:" in line for line in lines)   # markdown, raw
+
+
+def test_check_json_has_cell_line_column_inside_the_cell():
+    proc = run("check", "--format", "json", str(NOTEBOOKS / "fit_string_crlf.ipynb"))
+    data = json.loads(proc.stdout)
+    save = next(r for r in data if r["code"] == "HVD032")
+    assert (save["cell"], save["line"], save["column"]) == (6, 2, 1)      # after `files = !ls`
+    fit = next(r for r in data if r["code"] == "HVD043")
+    assert (fit["cell"], fit["line"]) == (4, 2)                            # below %%time
+    assert all("cell" in r for r in data)
+
+
+def test_magics_are_never_reported_nor_edited(tmp_path):
+    cells = [["%load_ext autoreload\n", "%autoreload 2\n", "!pip install -q tensorflow\n",
+              "import numpy as np\n", "import tensorflow as tf\n"],
+             ["%%bash\n", "echo $((1 + 2)) (\n"],
+             ["files = !ls\n", "tf.keras?\n", "total = (3\n", "    % 2)\n", "doc = '''\n", "%not a magic\n",
+              "'''\n"]] + FIT_CELLS[1:]
+    path = tmp_path / "magics.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    check = run("check", "--format", "json", str(path))
+    assert check.returncode == 1, check.stderr.decode()
+    assert {r["cell"] for r in json.loads(check.stdout)} == {1, 5}      # (1-based, as ruff)
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)["cells"]
+    assert after[0]["source"][:5] == cells[0] and after[0]["source"][5:7] == [
+        "import math\n", "import horovod.tensorflow.keras as hvd\n"]       # (math: the epochs divided)
+    assert after[1]["source"] == cells[1]
+    assert after[2]["source"] == cells[2]
+    nb = notebook.load(make(cells))
+    assert "    % 2)\n" in nb.program and "%not a magic\n" in nb.program     # Python, not magics
+    assert "#%bash\n#cho" in nb.program
+
+
+def test_directory_walk_includes_notebooks(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(TAPE.read_bytes())
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "nb-checkpoint.ipynb").write_bytes(TAPE.read_bytes())
+    check = run("check", str(tmp_path))
+    assert check.returncode == 1 and b"nb.ipynb:cell 2:5:1: HVD001" in check.stdout
+    assert b"checkpoint" not in check.stdout
+    diff = run("convert", "--diff", str(tmp_path))
+    assert diff.returncode == 0 and b"nb.ipynb:cell 6" in diff.stdout
+    assert b"1 file(s), 1 converted, 0 failed" in diff.stderr
+
+
+def test_syntax_error_is_located_in_its_cell(tmp_path):
+    path = tmp_path / "bad.ipynb"
+    path.write_text(make([["import tensorflow as tf\n"], "# md", ["x = 1\n", "def f(:\n", "    pass\n"]]),
+                    encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().startswith(f"{path}:cell 3:2:")
+    assert run("check", str(path)).returncode == 2
+
+
+# -- hostile input ---------------------------------------------------------------------
+@pytest.mark.parametrize("text, message", [
+    (TAPE.read_text(encoding="utf-8")[:1000], "not a notebook: invalid JSON at line"),
+    (make([["import tensorflow as tf\n"]], nbformat=3), "nbformat 3 is not supported"),
+    (make(["# only markdown"]), "no code cells"),
+    ("[1, 2]", "not a notebook: no `cells` list"),
+    (make([7]), "`source` is neither a string nor a list of strings"),
+])
+@pytest.mark.parametrize("command", [("check",), ("convert",), ("convert", "--write"), ("convert", "--diff")])
+def test_bad_notebooks_one_line_exit_2_nothing_written(tmp_path, text, message, command):
+    path = tmp_path / "bad.ipynb"
+    path.write_text(text, encoding="utf-8")
+    proc = run(*command, str(path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"", err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_fifty_megabytes_of_outputs(tmp_path):
+    """Outputs are skipped by the C decoder: a 50 MB notebook converts in seconds and its
+    outputs come back byte-identical."""
+    line = "0123456789" * 10 + "\n"
+    outputs = [{"name": "stdout", "output_type": "stream", "text": [line] * 250_000},
+               {"data": {"image/png": "A" * 25_000_000}, "metadata": {}, "output_type": "display_data"}]
+    text = make(FIT_CELLS, outputs=outputs)
+    assert len(text) > 50_000_000
+    path = tmp_path / "big.ipynb"
+    path.write_text(text, encoding="utf-8")
+    start = time.monotonic()
+    proc = run("convert", "--write", str(path))
+    wall = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert wall < 60, wall                      # (about 3 s alone; 2 cores shared with others)
+    after = path.read_text(encoding="utf-8")
+    assert after != text and json.loads(after)["cells"][0]["outputs"] == outputs
+    assert after.replace("hvd.DistributedOptimizer(", "").count("A" * 1000) == text.count("A" * 1000)
+
+
+def test_crlf_and_string_sources_keep_their_form():
+    """(fit_string_crlf: sources given as strings with CRLF lines, the file written with
+    ASCII escapes) the inserted lines end with CRLF and the escapes stay."""
+    after = (NOTEBOOKS / "fit_string_crlf.expected.ipynb").read_text(encoding="utf-8")
+    assert "hvd.init()\\r\\n" in after and "# \\u00e9: a comment" in after and after.isascii()
+
+
+def test_whole_file_json_formatting_untouched_with_crlf_json(tmp_path):
+    """A notebook whose JSON itself has CRLF line ends and 2-space indentation: the new
+    source list uses the same layout."""
+    text = json.dumps(json.loads(make(FIT_CELLS)), indent=2).replace("\n", "\r\n") + "\r\n"
+    path = tmp_path / "crlf.ipynb"
+    path.write_bytes(text.encode())
+    proc = run("convert", str(path))
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    assert "\n" not in out.replace("\r\n", "")
+    assert ('        "import tensorflow as tf\\n",\r\n        "import math\\n",\r\n'
+            '        "import horovod.tensorflow.keras as hvd\\n",\r\n') in out
+
+
+def test_edits_that_straddle_cells_or_touch_a_magic_are_refused():
+    nb = notebook.load(make([["%matplotlib inline\n", "import tensorflow as tf\n"], ["x = 1\n"]]))
+    second = nb.cells[1].start
+    with pytest.raises(UserError, match="straddle two cells"):
+        nb.cell_edits([Edit(second - 3, second + 1, "")])
+    with pytest.raises(UserError, match="IPython magic"):
+        nb.cell_edits([Edit(1, 4, "")])
+    assert nb.cell_edits([Edit(0, 0, "import os\n")]) == {0: [Edit(0, 0, "import os\n")]}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes read-only files")
+def test_read_only_notebook_not_written(tmp_path):
+    path = tmp_path / "ro.ipynb"
+    path.write_bytes(TAPE.read_bytes())
+    path.chmod(0o444)
+    proc = run("convert", "--write", str(path))
+    assert proc.returncode == 2 and b"read-only" in proc.stderr
+    assert path.read_bytes() == TAPE.read_bytes()
+
+
+def test_setup_goes_into_the_imports_cell(tmp_path):
+    """The engine puts the set-up after the last import; when that import ends its cell
+    (no final newline, as Jupyter saves a cell) the lines go at the end of that cell, not
+    at the top of the next code cell."""
+    cells = [["import numpy as np\n", "import tensorflow as tf"], "# Train", FIT_CELLS[2]]
+    path = tmp_path / "imports.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)["cells"]
+    assert after[0]["source"][:4] == ["import numpy as np\n", "import tensorflow as tf\n", "import math\n",
+                                      "import horovod.tensorflow.keras as hvd\n"]
+    assert not after[0]["source"][-1].endswith("\n")          # the cell still ends as it did
+    assert after[2]["source"][0] == FIT_CELLS[2][0]
+
+
+def test_lines_continuing_a_cells_block_stay_in_that_cell(tmp_path):
+    """(tensorflow/docs dcgan.ipynb, cyclegan.ipynb) a step function whose last line is
+    `apply_gradients(...)`, at the end of its cell: the broadcast the engine adds after it
+    is indented, so it belongs to that cell; at the top of the next cell it would not parse."""
+    cells = [["import tensorflow as tf\n", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n",
+              "opt = tf.keras.optimizers.SGD(0.1)"],
+             ["@tf.function\n", "def step(x):\n", "    with tf.GradientTape() as tape:\n",
+              "        loss = tf.reduce_mean(model(x))\n",
+              "    grads = tape.gradient(loss, model.trainable_variables)\n",
+              "    opt.apply_gradients(zip(grads, model.trainable_variables))"],
+             ["for x in tf.data.Dataset.from_tensor_slices(tf.ones((8, 2))).batch(2):\n", "    step(x)"]]
+    path = tmp_path / "step.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)["cells"]
+    assert "        hvd_broadcast_done.assign(True)" in after[1]["source"][-1]
+    assert after[2]["source"][0].startswith("for x in tf.data.Dataset")
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_does(tmp_path):
+    """(tensorflow/docs guide/data.ipynb cell 177) IPython removes the first line's
+    indentation from every line of a cell; the analysis sees it so, the edits keep it."""
+    cells = [FIT_CELLS[0], FIT_CELLS[2], [" for i in range(2):\n", "   print(i)\n", " print('done')"]]
+    path = tmp_path / "indented.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    check = run("check", str(path))
+    assert b"cell 3:2:4: HVD030" in check.stdout and b"syntax error" not in check.stderr
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["cells"][2]["source"] == [
+        " for i in range(2):\n", "   if hvd.rank() == 0: print(i)\n", " if hvd.rank() == 0: print('done')"]
+    nb = notebook.load(make(cells))
+    edit = notebook._indented(nb.cells[2], Edit(19, 19, "x = 1\n"))     # (offsets in the dedented cell)
+    assert edit == Edit(21, 21, "x = 1\n ")          # a line added before `  print(i)`, indented
+
+
+def test_shell_line_continued_with_a_backslash_is_masked_whole():
+    nb = notebook.load(make([["!saved_model_cli run --dir d \\\n", " --tag_set serve\n", "import tensorflow as tf\n"]]))
+    assert nb.program.startswith("#saved_model_cli run --dir d \\\n #-tag_set serve\nimport tensorflow")
+
+
+def test_to_script_of_a_refused_notebook_writes_nothing_exit_3(tmp_path):
+    cells = [["import sys\n", "import tensorflow as tf\n", "if sys.argv[1:]:\n",
+              "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n", "    opt = tf.keras.optimizers.Adam(0.01)\n",
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n", "model.compile(optimizer=opt, loss='mse')\n",
+              "model.fit(tf.ones((8, 2)), tf.ones((8, 1)), epochs=2)\n"]]
+    path, script = tmp_path / "refused.ipynb", tmp_path / "train.py"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path), "--to-script", str(script))
+    assert proc.returncode == 3 and not script.exists(), proc.stderr.decode()
+    assert b"refused; " in proc.stderr
+
