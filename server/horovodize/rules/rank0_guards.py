@@ -473,8 +473,10 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
             continue
         name = call.callee_dotted() or call.method or "write"
         q = fx.qualname(call)
-        if ctx.env.tf1 and _is_saver(ctx, call):
-            continue           # a TF1 Saver: HVD074
+        if _is_saver(ctx, call):
+            if path is not None:
+                note_path(ctx, call, path, writes)   # a read of it still waits
+            continue           # a TF1 Saver: HVD074 guards it (whether or not the file also uses TF2 names)
         if q in FOLDER_CALLS or (call.method == "mkdir" and not q):
             edits = exist_ok(ctx, call, q)
             if edits is not None:
