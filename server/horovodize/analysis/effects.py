@@ -41,7 +41,9 @@ _WRITES = {
     "tensorflow.keras.saving": ("save_model",), "tensorflow.io": ("write_file",),
     "tensorflow.keras.utils": ("plot_model", "save_img"),
     "tensorflow.keras.preprocessing.image": ("save_img",),
-    "tensorflow.summary": ("create_file_writer",),
+    "tensorflow.summary": ("create_file_writer", "trace_on", "trace_export"),
+    # the profiler writes its trace files under the log folder it is given (start(logdir), then stop())
+    "tensorflow.profiler.experimental": ("start", "stop", "Profile"),
 }
 _READS = {
     "numpy": ("load", "loadtxt", "genfromtxt"), "pickle": ("load",), "json": ("load",), "joblib": ("load",),
@@ -88,7 +90,8 @@ def open_mode(call: N.Call) -> str | None:
 
 def path_of(call: N.Call):
     """The expression naming the path a write or read call acts on (None when it names none)."""
-    for kw in ("to_file", "filepath", "fname", "filename", "file", "path", "uri", "export_dir", "pathname", "name"):
+    for kw in ("to_file", "filepath", "fname", "filename", "file", "path", "uri", "export_dir", "pathname",
+               "profiler_outdir", "logdir", "name"):
         a = call.keyword(kw)
         if a is not None:
             return a.value

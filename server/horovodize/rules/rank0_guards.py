@@ -311,14 +311,21 @@ def _summary_writers(ctx: RuleContext) -> Iterator[Finding]:
         if ctx.env.callee_qualname(call) not in WRITER_QUALNAMES or tf is None:
             continue
         parent = call.node.parent
-        if not (parent.type == "expr_stmt" and parent.children[-1] is call.node) or ctx.blocked("HVD032", call.node):
-            continue
-        if under_rank0_guard(parent, ctx):
+        assigned = parent.type == "expr_stmt" and parent.children[-1] is call.node and call.is_whole()
+        if ctx.blocked("HVD032", call.node) or under_rank0_guard(call.node, ctx) or call.has_star():
             continue
         start, end = ctx.source.span(call.node)
-        edit = Edit(end, end, f" if {ctx.hvd}.rank() == 0 else {tf}.summary.create_noop_writer()")
+        noop = f" if {ctx.hvd}.rank() == 0 else {tf}.summary.create_noop_writer()"
+        if assigned:
+            edits = [Edit(end, end, noop)]
+        elif not call.is_whole() or parent.type in ("with_item", "with_stmt", "arglist", "argument"):
+            # `with tf.summary.create_file_writer(d).as_default():`, `f(tf.summary.create_file_writer(d))`
+            end = ctx.source.span(call.close_paren)[1]
+            edits = [Edit(start, start, "("), Edit(end, end, noop + ")")]
+        else:
+            continue
         yield finding(ctx, "HVD032", call.node, "every rank writes the same summaries",
-                      Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", [edit]))
+                      Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", edits))
 
 
 def is_barrier(stmt) -> bool:
