@@ -33,6 +33,7 @@ from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
     called_reads,
+    display_guards,
     effect_reads,
     exist_ok,
     fit_writes,
@@ -190,7 +191,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _effect_writes(ctx, inside_block, writes, guarded)
     fit_writes(ctx, writes)
     lift_writes(ctx, writes)
-    yield from _barriers(ctx, writes, inside_block + guarded)
+    shown = display_guards(ctx, writes, statement)
+    yield from _one_guard_per_block(ctx, shown)
+    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown])
     yield from _load_models(ctx)
 
 
@@ -263,8 +266,8 @@ def _one_guard_per_block(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
             runs.append([item])
     for run in runs:
         edits = run[0][4] if len({id(g[0]) for g in run}) == 1 else guard_block(ctx, run[0][0], run[-1][0])
-        for _line, call, code, what, _own in run:
-            yield finding(ctx, code, call.node, what, Fix(RULES[code][1], edits))
+        for _line, call, code, what, _own, *title in run:
+            yield finding(ctx, code, call.node, what, Fix(title[0] if title else RULES[code][1], edits))
 
 
 def guard_block(ctx: RuleContext, stmt, last=None) -> list[Edit]:
