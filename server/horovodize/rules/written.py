@@ -257,11 +257,12 @@ def path_matches(read: str, write: str) -> bool:
     if any(c in read for c in "*?["):
         head = _head(read)
         return len(head) >= 2 and _head(quoted).startswith(head)
-    if "{" in write and not any(c in read for c in "{*?['\""):
+    if ("{" in write or "%" in write) and not any(c in read for c in "{*?['\""):
         # a plain name read after a name template wrote it (`"img_{i}_{epoch}.png".format(...)`
-        # written by a callback, `Image("img_0_29.png")` shown after the fit)
+        # or `"img_%03d_%d.png" % (epoch, i)` written by a callback, `Image("img_0_29.png")`
+        # shown after the fit)
         m = re.match(r"""^[rRbBuUfF]{0,2}(["'])(.*?)\1""", quoted)
-        parts = re.split(r"\{[^{}]*\}", m.group(2)) if m else []
+        parts = re.split(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]", m.group(2)) if m else []
         if len(parts) > 1 and sum(map(len, parts)) >= 5:
             return re.fullmatch(".+".join(map(re.escape, parts)), read) is not None
     if "{" in read and "{" in write:
