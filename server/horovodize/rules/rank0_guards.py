@@ -483,7 +483,7 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
             continue
         name = call.callee_dotted() or call.method or "write"
         q = fx.qualname(call)
-        if _is_saver(ctx, call):
+        if _is_saver(ctx, call) and call.is_whole() and statement(call) is not None:
             if path is not None:
                 note_path(ctx, call, path, writes)   # a read of it still waits
             continue           # a TF1 Saver: HVD074 guards it (whether or not the file also uses TF2 names)
