@@ -182,3 +182,35 @@ def test_point7_is_not_done_while_a_write_stays_on_every_rank(tmp_path):
     proc = run("convert", "--format", "json", str(path))
     point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
     assert point7["status"] == "done" and "HVD032" in {c["code"] for c in point7["changes"]}, point7
+
+
+SAVER = """import tensorflow.compat.v1 as tf
+
+tf.disable_v2_behavior()
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.zeros([2, 1]))
+loss = tf.reduce_mean(tf.matmul(x, w))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+saver = tf.train.Saver()
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(10):
+        sess.run(train_op, feed_dict={x: [[1.0, 2.0]]})
+    save_path = saver.save(sess, "/tmp/model.ckpt")
+with tf.Session() as sess:
+    saver.restore(sess, "/tmp/model.ckpt")
+"""
+
+
+def test_point7_does_not_list_a_saver_save_both_done_and_left(tmp_path):
+    # `save_path = saver.save(...)` is guarded by HVD074: point 7 is done, it carries no
+    # "guard it by hand" note for the same line, and the restore still waits for the file
+    path = tmp_path / "saver.py"
+    path.write_text(SAVER)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
+    assert point7["status"] == "done", point7
+    assert not point7.get("notes"), point7
+    codes = {(c["code"], c["line"]) for c in point7["changes"]}
+    assert ("HVD074", 13) in codes and ("HVD033", 15) in codes, point7

@@ -98,3 +98,48 @@ def test_local_functions_and_callback_classes_by_their_bodies():
     assert not fx.writing_callback("Stopper")            # steers training: every rank
     assert not fx.writing_callback("Averager")           # a collective: every rank
     assert fx.callback_class("Stopper") and not fx.callback_class("helper")
+
+
+SHOWS = textwrap.dedent("""
+    import PIL
+    import matplotlib.pyplot as plt
+    import tensorflow as tf
+    import tensorflow_docs.vis.embed as embed
+    from IPython.display import Image, display
+
+    display(Image("a.png"))
+    display(Image(filename="b.png"), PIL.Image.open("c.png"))
+    embed.embed_file(anim_file)
+    Image("d.png")
+    display(model.predict(x))
+    display("text")
+    plt.imshow(plt.imread("e.png"))
+    tf.profiler.experimental.start(logdir)
+    tf.profiler.experimental.stop()
+    tf.summary.trace_on(graph=True, profiler=True)
+    tf.summary.trace_export(name="trace", step=0, profiler_outdir=logdir)
+    """)
+
+
+def test_display_only_calls_and_the_files_they_show():
+    env = build_env(Source(SHOWS))
+    fx = Effects(env)
+    shown, kinds = {}, {}
+    for call, _owner in env.index.calls:
+        text = call.node.get_code(include_prefix=False)
+        shown[text] = [p.get_code(include_prefix=False) for p in fx.shown_paths(call)]
+        kinds[text] = fx.kind(call)
+    assert shown['display(Image("a.png"))'] == ['"a.png"']
+    assert shown['display(Image(filename="b.png"), PIL.Image.open("c.png"))'] == ['"b.png"', '"c.png"']
+    assert shown["embed.embed_file(anim_file)"] == ["anim_file"] and kinds["embed.embed_file(anim_file)"] == DISPLAY
+    assert shown['Image("d.png")'] == ['"d.png"']
+    # a display of something computed, or a plot of a read, is not display-only of a file
+    for text in ("display(model.predict(x))", 'display("text")', 'plt.imshow(plt.imread("e.png"))'):
+        assert shown[text] == [], text
+    assert kinds['plt.imread("e.png")'] == READ and kinds['PIL.Image.open("c.png")'] == READ
+    # the profiler and the trace write files under their log folder
+    for text in ("tf.profiler.experimental.start(logdir)", "tf.profiler.experimental.stop()",
+                 "tf.summary.trace_on(graph=True, profiler=True)"):
+        assert kinds[text] == WRITE, text
+    export = 'tf.summary.trace_export(name="trace", step=0, profiler_outdir=logdir)'
+    assert kinds[export] == WRITE

@@ -384,3 +384,17 @@ def test_consecutive_guards_make_one_block():
     assert len(run) == 3 and all(f.fix.edits == run[0].fix.edits for f in run)
     assert apply_edits(src(before), merged([e for f in analysis.rule_sites if f.code in ("HVD030", "HVD032")
                                             for e in f.fix.edits])) == src(after)
+
+
+def test_a_plain_name_matches_the_name_template_that_wrote_it():
+    from horovodize.rules.written import path_matches
+
+    fmt = '"generated_img_{i}_{epoch}.png".format(i=i, epoch=epoch)'
+    pct = '"generated_img_%03d_%d.png" % (epoch, i)'
+    assert path_matches("generated_img_0_29.png", fmt)
+    assert path_matches("generated_img_004_0.png", pct)
+    assert path_matches("generated_img_0_29.png", 'f"generated_img_{i}_{epoch}.png"')
+    # another name, another extension, or a template with no literal to speak of: no match
+    assert not path_matches("generated_img_0_29.jpg", fmt)
+    assert not path_matches("diagram.png", fmt)
+    assert not path_matches("a.png", '"{}".format(name)')

@@ -12,7 +12,8 @@ function is summarised once); a local class has the effects of its methods, so a
 Requires: env (aliases, qualified names, call targets, local classes and their methods).
 Provides: `Effects` (``kind(call)``, ``of_call(call)``, ``of_function(fn)``,
 ``of_class(name)``, ``callback_class(name)``, ``steers(name)``), the kind constants, and
-`path_of(call)` (the path a write or read names).
+`path_of(call)` (the path a write or read names), ``shown_paths(call)`` (the files a
+display-only call shows).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ _WRITES = {
     "tensorflow.keras.saving": ("save_model",), "tensorflow.io": ("write_file",),
     "tensorflow.keras.utils": ("plot_model", "save_img"),
     "tensorflow.keras.preprocessing.image": ("save_img",),
-    "tensorflow.summary": ("create_file_writer",),
+    "tensorflow.summary": ("create_file_writer", "trace_on", "trace_export"),
+    # the profiler writes its trace files under the log folder it is given (start(logdir), then stop())
+    "tensorflow.profiler.experimental": ("start", "stop", "Profile"),
 }
 _READS = {
     "numpy": ("load", "loadtxt", "genfromtxt"), "pickle": ("load",), "json": ("load",), "joblib": ("load",),
@@ -54,7 +57,11 @@ _READS = {
     "tensorflow.train": ("latest_checkpoint", "load_checkpoint"), "tensorflow.io": ("read_file",),
     "tensorflow.keras.utils": ("load_img",), "tensorflow.keras.preprocessing.image": ("load_img",),
 }
-_DISPLAYS = {"matplotlib.pyplot": ("show",), "IPython.display": ("display", "clear_output", "Image", "HTML")}
+_DISPLAYS = {"matplotlib.pyplot": ("show",),
+             "IPython.display": ("display", "clear_output", "Image", "HTML", "Video", "Audio", "FileLink"),
+             "tensorflow_docs.vis.embed": ("embed_file",)}
+# Displays that show the file at a path (``Image("img.png")``, ``embed.embed_file("anim.gif")``).
+_SHOWS_FILE = {"IPython.display": ("Image", "Video", "Audio", "FileLink"), "tensorflow_docs.vis.embed": ("embed_file",)}
 # Methods whatever their receiver (the receiver is rarely known: an image, a figure, a frame).
 WRITE_METHODS = frozenset({"save", "save_weights", "savefig", "to_csv", "to_json", "to_pickle", "to_parquet",
                            "to_excel", "write_text", "write_bytes", "mkdir"})
@@ -69,7 +76,7 @@ def _table(table: dict) -> dict:
     return {f"{mod}.{name}": None for mod, names in table.items() for name in names}
 
 
-WRITES, READS, DISPLAYS = _table(_WRITES), _table(_READS), _table(_DISPLAYS)
+WRITES, READS, DISPLAYS, SHOWS_FILE = _table(_WRITES), _table(_READS), _table(_DISPLAYS), _table(_SHOWS_FILE)
 
 
 def open_mode(call: N.Call) -> str | None:
@@ -88,7 +95,8 @@ def open_mode(call: N.Call) -> str | None:
 
 def path_of(call: N.Call):
     """The expression naming the path a write or read call acts on (None when it names none)."""
-    for kw in ("to_file", "filepath", "fname", "filename", "file", "path", "uri", "export_dir", "pathname", "name"):
+    for kw in ("to_file", "filepath", "fname", "filename", "file", "path", "uri", "export_dir", "pathname",
+               "profiler_outdir", "logdir", "name"):
         a = call.keyword(kw)
         if a is not None:
             return a.value
@@ -169,6 +177,29 @@ class Effects:
         if method == "show" and dotted.endswith(("plt.show", "fig.show")):
             return DISPLAY
         return None
+
+    def shown_paths(self, call: N.Call) -> list:
+        """The paths a display-only call shows: ``Image(p)``, ``embed.embed_file(p)``,
+        ``display(Image(p))``, ``display(PIL.Image.open(p))`` ([] for any other call: one
+        whose arguments compute something else is not display-only)."""
+        q = self.qualname(call)
+        if q in SHOWS_FILE:
+            p = path_of(call)
+            return [p] if p is not None else []
+        if self.kind(call) != DISPLAY or (call.callee_dotted() or "").split(".")[-1] != "display":
+            return []
+        out = []
+        for arg in call.args:
+            inner = N.as_call(arg.value)
+            if inner is None:
+                return []
+            shown = self.shown_paths(inner)
+            if not shown and self.kind(inner) == READ and path_of(inner) is not None:
+                shown = [path_of(inner)]
+            if not shown:
+                return []
+            out += shown
+        return out
 
     def of_call(self, call: N.Call) -> frozenset:
         """Every effect a call has: its own, or its local target's body (followed once)."""

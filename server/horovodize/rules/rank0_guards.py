@@ -33,6 +33,7 @@ from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
     called_reads,
+    display_guards,
     effect_reads,
     exist_ok,
     fit_writes,
@@ -190,7 +191,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _effect_writes(ctx, inside_block, writes, guarded)
     fit_writes(ctx, writes)
     lift_writes(ctx, writes)
-    yield from _barriers(ctx, writes, inside_block + guarded)
+    shown = display_guards(ctx, writes, statement)
+    yield from _one_guard_per_block(ctx, shown)
+    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown])
     yield from _load_models(ctx)
 
 
@@ -264,8 +267,8 @@ def _one_guard_per_block(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
             runs.append([item])
     for run in runs:
         edits = run[0][4] if len({id(g[0]) for g in run}) == 1 else guard_block(ctx, run[0][0], run[-1][0])
-        for _line, call, code, what, _own in run:
-            yield finding(ctx, code, call.node, what, Fix(RULES[code][1], edits))
+        for _line, call, code, what, _own, *title in run:
+            yield finding(ctx, code, call.node, what, Fix(title[0] if title else RULES[code][1], edits))
 
 
 def _apart(stmt) -> bool:
@@ -318,14 +321,21 @@ def _summary_writers(ctx: RuleContext) -> Iterator[Finding]:
         if ctx.env.callee_qualname(call) not in WRITER_QUALNAMES or tf is None:
             continue
         parent = call.node.parent
-        if not (parent.type == "expr_stmt" and parent.children[-1] is call.node) or ctx.blocked("HVD032", call.node):
-            continue
-        if under_rank0_guard(parent, ctx):
+        assigned = parent.type == "expr_stmt" and parent.children[-1] is call.node and call.is_whole()
+        if ctx.blocked("HVD032", call.node) or under_rank0_guard(call.node, ctx) or call.has_star():
             continue
         start, end = ctx.source.span(call.node)
-        edit = Edit(end, end, f" if {ctx.hvd}.rank() == 0 else {tf}.summary.create_noop_writer()")
+        noop = f" if {ctx.hvd}.rank() == 0 else {tf}.summary.create_noop_writer()"
+        if assigned:
+            edits = [Edit(end, end, noop)]
+        elif not call.is_whole() or parent.type in ("with_item", "with_stmt", "arglist", "argument"):
+            # `with tf.summary.create_file_writer(d).as_default():`, `f(tf.summary.create_file_writer(d))`
+            end = ctx.source.span(call.close_paren)[1]
+            edits = [Edit(start, start, "("), Edit(end, end, noop + ")")]
+        else:
+            continue
         yield finding(ctx, "HVD032", call.node, "every rank writes the same summaries",
-                      Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", [edit]))
+                      Fix("Write summaries on rank 0 only (a no-op writer elsewhere)", edits))
 
 
 def is_barrier(stmt) -> bool:
@@ -480,8 +490,10 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
             continue
         name = call.callee_dotted() or call.method or "write"
         q = fx.qualname(call)
-        if ctx.env.tf1 and _is_saver(ctx, call):
-            continue           # a TF1 Saver: HVD074
+        if _is_saver(ctx, call) and call.is_whole() and statement(call) is not None:
+            if path is not None:
+                note_path(ctx, call, path, writes)   # a read of it still waits
+            continue           # a TF1 Saver: HVD074 guards it (whether or not the file also uses TF2 names)
         if q in FOLDER_CALLS or (call.method == "mkdir" and not q):
             edits = exist_ok(ctx, call, q)
             if edits is not None:

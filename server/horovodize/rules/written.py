@@ -1,8 +1,9 @@
 """Helpers of the rank-0 rules for writes recognised by what they do (contract point 7):
 which writes a ``fit``'s rank-0 callbacks make, which local callback classes run on rank 0
 only, the texts a read's path reaches through assignments and how they match a written
-path (globs included), writes lifted to the calls of the functions holding them, and the
-``os.mkdir``/``os.makedirs`` -> ``exist_ok=True`` edit.
+path (globs and name templates included), writes lifted to the calls of the functions
+holding them, the ``os.mkdir``/``os.makedirs`` -> ``exist_ok=True`` edit, and the rank-0
+guards of display-only statements that show a file rank 0 wrote (``display_guards``).
 
 Requires: base (the rule context), analysis.effects (what a call does), hvd_facts (callback
 lists, assignments, rank tests) through the context. Used by `rank0_guards`.
@@ -256,6 +257,14 @@ def path_matches(read: str, write: str) -> bool:
     if any(c in read for c in "*?["):
         head = _head(read)
         return len(head) >= 2 and _head(quoted).startswith(head)
+    if ("{" in write or "%" in write) and not any(c in read for c in "{*?['\""):
+        # a plain name read after a name template wrote it (`"img_{i}_{epoch}.png".format(...)`
+        # or `"img_%03d_%d.png" % (epoch, i)` written by a callback, `Image("img_0_29.png")`
+        # shown after the fit)
+        m = re.match(r"""^[rRbBuUfF]{0,2}(["'])(.*?)\1""", quoted)
+        parts = re.split(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]", m.group(2)) if m else []
+        if len(parts) > 1 and sum(map(len, parts)) >= 5:
+            return re.fullmatch(".+".join(map(re.escape, parts)), read) is not None
     if "{" in read and "{" in write:
         # one name template filled in two places (`'image_at_epoch_{:04d}.png'.format(epoch)`
         # written in the loop, `.format(epoch_no)` read after it)
@@ -282,9 +291,43 @@ def called_reads(ctx: RuleContext):
 
 
 def effect_reads(ctx: RuleContext):
-    """Reads `_reads` does not know by name: glob patterns, image readers, ``os.listdir``."""
+    """Reads `_reads` does not know by name: glob patterns, image readers (``PIL.Image.open``,
+    ``imageio.imread``/``mimread``, ``plt.imread``), ``os.listdir``."""
     fx = ctx.facts.effects
-    for name in ("glob", "iglob", "imread", "mimread", "listdir", "load_img", "get_reader"):
+    for name in ("glob", "iglob", "imread", "mimread", "listdir", "load_img", "get_reader", "open"):
         for call in ctx.calls(name):
             if fx.kind(call) == "read":
                 yield call
+
+
+def matching_writes(ctx: RuleContext, call: N.Call, paths: list, writes: list) -> list:
+    """The rank-0 writes (earlier, in the same function) of a path a call reads or shows."""
+    found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
+    scope = N.func_scope_of(call.node)
+    return [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
+            any(path_matches(text, w[0]) or w[0] in names for text, names in found)]
+
+
+def display_guards(ctx: RuleContext, writes: list, statement) -> list:
+    """Display-only statements (``display(Image(p))``, ``embed.embed_file(p)``) of a file rank 0
+    wrote: they only show something, so they run on rank 0 only, which wrote the file before
+    (in program order, or during the ``fit`` that returned): no barrier is needed. Returns
+    (line, call, code, message, guard edits) for `rank0_guards` to group per block."""
+    fx = ctx.facts.effects
+    out = []
+    for call, _owner in ctx.env.index.calls:
+        if statement(call) is not call.node:
+            continue
+        paths = fx.shown_paths(call)
+        if not paths or not matching_writes(ctx, call, paths, writes):
+            continue
+        if under_rank0_guard(call.node, ctx) or ctx.blocked("HVD033", call.node):
+            continue
+        edit = ctx.guard_rank0(call.node)
+        if edit is None:
+            note(ctx, call, "shows a file only rank 0 writes, on every rank (guard it by hand)")
+            continue
+        line = N.simple_stmt_of(call.node) or call.node
+        out.append((line, call, "HVD033", "shows a file only rank 0 writes, on every rank", [edit],
+                    "Show the file rank 0 wrote on rank 0 only"))
+    return out
