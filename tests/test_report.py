@@ -182,3 +182,15 @@ def test_point7_is_not_done_while_a_write_stays_on_every_rank(tmp_path):
     proc = run("convert", "--format", "json", str(path))
     point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
     assert point7["status"] == "done" and "HVD032" in {c["code"] for c in point7["changes"]}, point7
+
+
+def test_report_names_the_keras_source_it_shards(tmp_path):
+    path = tmp_path / "images.py"
+    path.write_text((Path(__file__).parent / "fixtures/HVD041/fit_image_dataset_from_directory.py").read_text())
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "done"
+    assert [c["code"] for c in point5["changes"]] == ["HVD041"]      # sharded, epochs left whole
+    assert "keras.utils.image_dataset_from_directory" in json.dumps(point5)
+    assert "arrays" not in json.dumps(point5) and "epochs=4," in proc.stdout

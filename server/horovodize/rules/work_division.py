@@ -20,10 +20,12 @@ Requires: env (dataset/model/estimator bindings), loop summary (the loop driving
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..analysis.loop import ESTIMATOR, FIT, TAPE
+from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
@@ -39,7 +41,7 @@ FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
 ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
 # Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
-KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range")
+KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range", "Dataset.zip") + KERAS_DATASETS
 
 
 @dataclass
@@ -70,7 +72,7 @@ def _unwrap(ctx: RuleContext, expr):
 def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None:
     """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source."""
     env = ctx.env
-    expr = _unwrap(ctx, expr)
+    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
     out = Pipeline()
     if expr.type not in ("atom_expr", "power", "name") or depth > 12:
         return None
@@ -80,7 +82,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None
         calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
     for call in calls:
         q = env.callee_qualname(call)
-        if q and q.startswith("tensorflow.data."):
+        if q and (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
             out.source = call
             return out
         out.calls.append(call)
@@ -351,7 +353,22 @@ def note(ctx: RuleContext, node, text: str) -> None:
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
     splits = [c for c in pipe.method("take") if is_split(ctx, c)]
     src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
-    key = (id(src.node), src.index)
+    adapted = _adapted(ctx)
+    if src is pipe.source and _attributes_read(ctx, src):
+        adapted.add(_key(src))
+    if _key(src) in adapted:
+        # ``layer.adapt(raw_ds...)``: sharding what adapt reads would give each rank its own
+        # vocabulary or statistics; shard after the last link adapt shares, if size-preserving.
+        # (Likewise ``ds.class_names``: the attribute is on the utility's dataset only.)
+        later = [c for c in reversed(pipe.calls[:pipe.calls.index(src)] if src in pipe.calls else pipe.calls)
+                 if _key(c) not in adapted]
+        if not later or later[0].method not in SIZE_PRESERVING:
+            note(ctx, pipe.source.node, "not divided: a preprocessing layer's adapt() (or `.class_names`) "
+                 "reads this dataset as the source returns it, so it cannot be sharded there; shard it by "
+                 "rank after that read and bound every rank by the same take(n)")
+            return
+        src = later[0]
+    key = _key(src)
     if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
         return
     q = ctx.env.callee_qualname(pipe.source) or ""
@@ -368,5 +385,39 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     end = ctx.source.offset(src.trailer.end_pos)
     text = (f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
             f".take(ds.cardinality() // {hvd}.size()))")
-    yield finding(ctx, "HVD041", src.node, "every rank iterates the whole dataset",
+    name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
+    yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`",
                   Fix(RULES["HVD041"][1], [Edit(end, end, text)]))
+
+
+SIZE_PRESERVING = ("map", "batch", "padded_batch", "cache", "prefetch", "shuffle")
+
+
+def _key(call: N.Call) -> tuple:
+    return id(call.node), call.index
+
+
+ATTRIBUTES = ("class_names", "file_paths")
+
+
+def _attributes_read(ctx: RuleContext, src: N.Call) -> bool:
+    """``ds.class_names`` read from the name the Keras utility's dataset is bound to:
+    ``.apply(...)`` returns a dataset without that attribute."""
+    parts = N.assign_parts(N.statement_of(src.node))
+    if parts is None or N.unparen(parts[1]) is not src.node:
+        return False
+    names = {N.dotted(t) for t in parts[0]} - {None}
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}\.({'|'.join(ATTRIBUTES)})\b", ctx.source.text) for n in names)
+
+
+def _adapted(ctx: RuleContext) -> set:
+    """The pipeline links (and sources) a preprocessing layer's ``adapt(ds)`` reads."""
+    out: set = set()
+    for call in ctx.calls("adapt"):
+        arg = call.keyword("data") or call.positional(0)
+        pipe = pipeline(ctx, arg.value, call.node) if arg is not None else None
+        if pipe is not None:
+            out |= {_key(c) for c in pipe.calls}
+            if pipe.source is not None:
+                out.add(_key(pipe.source))
+    return out
