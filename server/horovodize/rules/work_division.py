@@ -502,25 +502,33 @@ def _assignments(ctx: RuleContext, scope):
 def _target_path(targets, name: str):
     """Index path of `name` in ``a``, ``(a, b), c`` targets: () for a plain name."""
     for t in targets:
-        t = N.unparen(t) if t.type == "atom" and t.children[1].type == "name" else t
         if t.type == "name":
             if t.value == name:
                 return ()
             continue
-        elems = _elements(t)
-        for i, e in enumerate(elems):
+        if t.type not in SEQUENCES and t.type != "atom":
+            continue        # (``x.y = ...``, ``d[k] = ...``)
+        for i, e in enumerate(_elements(t)):
             sub = _target_path([e], name)
             if sub is not None:
                 return (i,) + sub
     return None
 
 
+SEQUENCES = ("testlist_star_expr", "testlist_comp", "exprlist", "testlist")
+
+
 def _elements(node) -> list:
-    if node.type == "atom" and len(node.children) == 3:
+    """The items of ``(a, b)``, ``[a, b]``, ``a, b``; [] for anything else."""
+    if node.type == "atom":
+        if len(node.children) != 3 or node.children[0] not in ("(", "["):
+            return []
         node = node.children[1]
-    if node.type in ("testlist_star_expr", "testlist_comp", "exprlist", "testlist"):
+        if node.type not in SEQUENCES:
+            return [node]
+    if node.type in SEQUENCES:
         return [c for c in node.children if c.type != "operator"]
-    return [node] if node.type not in ("atom", "operator") else []
+    return []
 
 
 def _is_tfds_load(ctx: RuleContext, call: N.Call) -> bool:
