@@ -452,6 +452,9 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0):
     expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
     if expr is None or depth > 12 or expr.type not in ("atom_expr", "power", "name"):
         return None
+    if expr.type != "name" and any(N.Call(expr, i).method in ("take", "repeat", "shard")
+                                   for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])):
+        return None     # bounded, endless or sharded by the program: a split per rank is not the division
     load = N.as_call(expr)
     if load is not None and _is_tfds_load(ctx, load):
         arg = load.keyword("split")
