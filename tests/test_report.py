@@ -214,3 +214,20 @@ def test_point7_does_not_list_a_saver_save_both_done_and_left(tmp_path):
     assert not point7.get("notes"), point7
     codes = {(c["code"], c["line"]) for c in point7["changes"]}
     assert ("HVD074", 13) in codes and ("HVD033", 15) in codes, point7
+
+
+def test_report_names_the_keras_source_it_shards(tmp_path):
+    path = tmp_path / "images.py"
+    path.write_text((Path(__file__).parent / "fixtures/HVD041/fit_image_dataset_from_directory.py").read_text())
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert [c["code"] for c in point5["changes"]] == ["HVD041"]      # sharded, epochs left whole
+    assert "keras.utils.image_dataset_from_directory" in json.dumps(point5)
+    assert "arrays" not in json.dumps(point5) and "epochs=4," in proc.stdout
+    # shuffled without a seed: each rank's file order differs, the shares overlap
+    assert point5["status"] == "partly done" and "seed=" in point5["notes"][0]["note"]
+    path.write_text(path.read_text().replace("batch_size=8)", "batch_size=8, seed=7)"))
+    proc = run("convert", "--format", "json", str(path))
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "done" and not point5["notes"]

@@ -177,7 +177,7 @@ def _assignment_shape(env: Env, stmt, owner):
     if parts is None:
         return _NOT_BOUND
     targets, value = parts
-    call = env.as_call(value)
+    call = env.as_call(N.unparen(value))
     out = []
     for target in targets:
         name = N.dotted(target)

@@ -41,6 +41,10 @@ COMPILE_STRINGS = {"adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "adagrad"
 
 
 ROLES = ("optimizer", "dataset", "checkpoint", "model", "estimator", "lr_schedule")
+# Keras utilities that return a finite, batched tf.data.Dataset of known size.
+KERAS_DATASETS = tuple(f"tensorflow.keras.{m}.{f}" for m in ("utils", "preprocessing")
+                       for f in ("image_dataset_from_directory", "text_dataset_from_directory",
+                                 "timeseries_dataset_from_array"))
 
 
 SETUP = ("HVD001", "HVD002")
@@ -112,7 +116,7 @@ def member_role(q: str | None) -> tuple[str, str] | None:
         return "optimizer", last
     if q.startswith("tensorflow.train.") and last in TF1_OPTIMIZERS:
         return "optimizer", last
-    if q.startswith("tensorflow.data."):
+    if q.startswith("tensorflow.data.") or q in KERAS_DATASETS:
         return "dataset", last
     if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
         return "checkpoint", last
@@ -181,7 +185,9 @@ def call_position(call: N.Call) -> tuple:
 # Roles reachable through a module-like member alias (``keras = tf.keras``).
 REACH = {
     "tensorflow.GradientTape": ("tape",),
-    "tensorflow.keras": ("optimizer", "lr_schedule", "model"),
+    "tensorflow.keras": ("optimizer", "lr_schedule", "model", "dataset"),
+    "tensorflow.keras.utils": ("dataset",),
+    "tensorflow.keras.preprocessing": ("dataset",),
     "tensorflow.keras.optimizers": ("optimizer", "lr_schedule"),
     "tensorflow.keras.optimizers.schedules": ("lr_schedule",),
     "tensorflow.keras.applications": ("model",),

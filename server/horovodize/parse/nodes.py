@@ -118,6 +118,14 @@ def calls_in(node) -> Iterator[Call]:
         yield from calls_in(child)
 
 
+def unparen(node):
+    """``(expr)`` → ``expr`` (a pipeline written over several lines inside parentheses)."""
+    while node is not None and node.type == "atom" and len(node.children) == 3 \
+            and node.children[0] == "(" and node.children[1].type in ("atom_expr", "power", "atom", "name"):
+        node = node.children[1]
+    return node
+
+
 def as_call(node) -> Call | None:
     """The call when `node` itself is ``callee(...)`` (the last trailer is the call)."""
     if node is not None and node.type in ("atom_expr", "power") and len(node.children) > 1:

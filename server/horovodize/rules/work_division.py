@@ -20,10 +20,12 @@ Requires: env (dataset/model/estimator bindings), loop summary (the loop driving
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..analysis.loop import ESTIMATOR, FIT, TAPE
+from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
@@ -39,7 +41,7 @@ FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
 ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
 # Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
-KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range")
+KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range", "Dataset.zip") + KERAS_DATASETS
 
 
 @dataclass
@@ -70,7 +72,7 @@ def _unwrap(ctx: RuleContext, expr):
 def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None:
     """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source."""
     env = ctx.env
-    expr = _unwrap(ctx, expr)
+    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
     out = Pipeline()
     if expr.type not in ("atom_expr", "power", "name") or depth > 12:
         return None
@@ -80,7 +82,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None
         calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
     for call in calls:
         q = env.callee_qualname(call)
-        if q and q.startswith("tensorflow.data."):
+        if q and (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
             out.source = call
             return out
         out.calls.append(call)
@@ -292,6 +294,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if pipe is not None and pipe.source is not None:
                 yield from _shard(ctx, pipe, seen_sources, use)
                 continue
+            split = _tfds_split(ctx, use.expr, site.node) if use.expr is not None else None
+            if split is not None:
+                yield from _even_split(ctx, split, seen_sources)
+                continue
             if pipe is not None or use.expr is None:
                 continue           # a dataset built elsewhere: nothing safe to divide
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
@@ -307,6 +313,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
         elif site.kind == TAPE:
             pipe = use.pipe
+            split = _tfds_split(ctx, use.expr, use.expr) if use.expr is not None and (
+                pipe is None or pipe.source is None) else None
+            if split is not None:
+                yield from _even_split(ctx, split, seen_sources)
+                continue
             if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx):
                 note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
                      "from a source of known size; shard it by rank and bound every rank by the same take(n)")
@@ -351,7 +362,22 @@ def note(ctx: RuleContext, node, text: str) -> None:
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
     splits = [c for c in pipe.method("take") if is_split(ctx, c)]
     src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
-    key = (id(src.node), src.index)
+    adapted = _adapted(ctx)
+    if src is pipe.source and _attributes_read(ctx, src):
+        adapted.add(_key(src))
+    if _key(src) in adapted:
+        # ``layer.adapt(raw_ds...)``: sharding what adapt reads would give each rank its own
+        # vocabulary or statistics; shard after the last link adapt shares, if size-preserving.
+        # (Likewise ``ds.class_names``: the attribute is on the utility's dataset only.)
+        later = [c for c in reversed(pipe.calls[:pipe.calls.index(src)] if src in pipe.calls else pipe.calls)
+                 if _key(c) not in adapted]
+        if not later or later[0].method not in SIZE_PRESERVING:
+            note(ctx, pipe.source.node, "not divided: a preprocessing layer's adapt() (or `.class_names`) "
+                 "reads this dataset as the source returns it, so it cannot be sharded there; shard it by "
+                 "rank after that read and bound every rank by the same take(n)")
+            return
+        src = later[0]
+    key = _key(src)
     if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
         return
     q = ctx.env.callee_qualname(pipe.source) or ""
@@ -368,5 +394,170 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     end = ctx.source.offset(src.trailer.end_pos)
     text = (f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
             f".take(ds.cardinality() // {hvd}.size()))")
-    yield finding(ctx, "HVD041", src.node, "every rank iterates the whole dataset",
+    name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
+    if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
+        note(ctx, pipe.source.node, f"divided, but `{name}` shuffles its files with a random seed of its "
+             "own on each rank (no `seed=`), so the ranks' shares overlap; pass the same `seed=` on every "
+             "rank for disjoint shares")
+    yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`",
                   Fix(RULES["HVD041"][1], [Edit(end, end, text)]))
+
+
+SIZE_PRESERVING = ("map", "batch", "padded_batch", "cache", "prefetch", "shuffle")
+
+
+def _key(call: N.Call) -> tuple:
+    return id(call.node), call.index
+
+
+ATTRIBUTES = ("class_names", "file_paths")
+
+
+def _unseeded_shuffle(call: N.Call, q: str) -> bool:
+    """A Keras utility that shuffles (the directory ones by default) without a ``seed``."""
+    if call.keyword("seed") is not None:
+        return False
+    arg = call.keyword("shuffle")
+    if arg is None:
+        return not q.endswith("timeseries_dataset_from_array")
+    return not (arg.value.type == "keyword" and arg.value.value in ("False", "None"))
+
+
+def _attributes_read(ctx: RuleContext, src: N.Call) -> bool:
+    """``ds.class_names`` read from the name the Keras utility's dataset is bound to:
+    ``.apply(...)`` returns a dataset without that attribute."""
+    parts = N.assign_parts(N.statement_of(src.node))
+    if parts is None or N.unparen(parts[1]) is not src.node:
+        return False
+    names = {N.dotted(t) for t in parts[0]} - {None}
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}\.({'|'.join(ATTRIBUTES)})\b", ctx.source.text) for n in names)
+
+
+def _adapted(ctx: RuleContext) -> set:
+    """The pipeline links (and sources) a preprocessing layer's ``adapt(ds)`` reads."""
+    out: set = set()
+    for call in ctx.calls("adapt"):
+        arg = call.keyword("data") or call.positional(0)
+        pipe = pipeline(ctx, arg.value, call.node) if arg is not None else None
+        if pipe is not None:
+            out |= {_key(c) for c in pipe.calls}
+            if pipe.source is not None:
+                out.add(_key(pipe.source))
+    return out
+
+
+def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0):
+    """The ``split=`` string (a literal) of the ``tfds.load(...)`` whose dataset `expr` is, following
+    ``ds = ds.map(...)`` assignments and ``(train, test), info = tfds.load(split=[...])``."""
+    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
+    if expr is None or depth > 12 or expr.type not in ("atom_expr", "power", "name"):
+        return None
+    if expr.type != "name" and any(N.Call(expr, i).method in ("take", "repeat", "shard")
+                                   for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])):
+        return None     # bounded, endless or sharded by the program: a split per rank is not the division
+    load = N.as_call(expr)
+    if load is not None and _is_tfds_load(ctx, load):
+        arg = load.keyword("split")
+        return arg.value if arg is not None and N.unparen(arg.value).type != "atom" else None
+    root = expr if expr.type == "name" else expr.children[0]
+    if root.type != "name":
+        return None
+    scope = N.func_scope_of(at) or ctx.source.module
+    # the last assignment of the name before `at` in its scope
+    best = None
+    for stmt in _assignments(ctx, scope):
+        if stmt.start_pos >= at.start_pos or stmt is N.statement_of(at):
+            continue
+        parts = N.assign_parts(stmt)
+        path = _target_path(parts[0], root.value) if parts else None
+        if path is not None:
+            best = (stmt, parts[1], path)
+    if best is None:
+        return None
+    stmt, value, path = best
+    if not path:
+        return _tfds_split(ctx, value, stmt, depth + 1)
+    load = N.as_call(N.unparen(value))
+    if load is None or not _is_tfds_load(ctx, load):
+        return None
+    arg = load.keyword("split")
+    info = load.keyword("with_info")
+    if arg is None or N.unparen(arg.value).type not in ("atom", "testlist_comp"):
+        return None
+    if info is not None and info.value.type == "keyword" and info.value.value == "True":
+        if path[0] != 0:
+            return None
+        path = path[1:]
+    elems = _elements(N.unparen(arg.value))
+    if len(path) != 1 or path[0] >= len(elems) or elems[path[0]].type == "atom":
+        return None
+    return elems[path[0]]
+
+
+def _assignments(ctx: RuleContext, scope):
+    body = scope.children[-1] if scope.type == "funcdef" else scope
+    for node in body.children:
+        stmt = node.children[0] if node.type == "simple_stmt" else None
+        if stmt is not None and stmt.type == "expr_stmt":
+            yield stmt
+
+
+def _target_path(targets, name: str):
+    """Index path of `name` in ``a``, ``(a, b), c`` targets: () for a plain name."""
+    for t in targets:
+        if t.type == "name":
+            if t.value == name:
+                return ()
+            continue
+        if t.type not in SEQUENCES and t.type != "atom":
+            continue        # (``x.y = ...``, ``d[k] = ...``)
+        for i, e in enumerate(_elements(t)):
+            sub = _target_path([e], name)
+            if sub is not None:
+                return (i,) + sub
+    return None
+
+
+SEQUENCES = ("testlist_star_expr", "testlist_comp", "exprlist", "testlist")
+
+
+def _elements(node) -> list:
+    """The items of ``(a, b)``, ``[a, b]``, ``a, b``; [] for anything else."""
+    if node.type == "atom":
+        if len(node.children) != 3 or node.children[0] not in ("(", "["):
+            return []
+        node = node.children[1]
+        if node.type not in SEQUENCES:
+            return [node]
+    if node.type in SEQUENCES:
+        return [c for c in node.children if c.type != "operator"]
+    return []
+
+
+def _is_tfds_load(ctx: RuleContext, call: N.Call) -> bool:
+    dotted = call.callee_dotted() or ""
+    for stmt in ctx.source.module.children:
+        if stmt.type == "simple_stmt" and stmt.children[0].type in ("import_name", "import_from"):
+            for local, full in import_bindings(stmt.children[0]):
+                if full == "tensorflow_datasets" and dotted == f"{local}.load":
+                    return True          # (``from tensorflow_datasets import load``: no module name to reuse)
+    return False
+
+
+def _even_split(ctx: RuleContext, split, seen: set) -> Iterator[Finding]:
+    """``split='train'`` → ``split=tfds.even_splits('train', n=hvd.size(), drop_remainder=True)[hvd.rank()]``:
+    each rank loads its own equal part of the split (equal steps, as tfds documents)."""
+    key = (id(split), 0)
+    if key in seen or mentions_hvd(split, ctx) or ctx.blocked("HVD041", split):
+        return           # (a split already divided by rank: nothing more, and no epoch division)
+    seen.add(key)
+    hvd = ctx.hvd
+    load = split
+    while load is not None and not (load.type in ("atom_expr", "power") and N.as_call(load)):
+        load = load.parent
+    tfds = (N.as_call(load).callee_dotted() or "tfds.load").rsplit(".", 1)[0] if load is not None else "tfds"
+    start, end = ctx.source.span(split)
+    text = ctx.source.text[start:end]
+    yield finding(ctx, "HVD041", split, f"every rank loads the whole tfds split {text}",
+                  Fix("Load an equal part of the tfds split on each rank",
+                      [Edit(start, end, f"{tfds}.even_splits({text}, n={hvd}.size(), drop_remainder=True)[{hvd}.rank()]")]))
