@@ -326,23 +326,16 @@ def cmd_convert(args) -> int:
                 changed, refused = changed + c, refused + r
                 continue
             before, analysis = convert_file(path, args.keras_target)
+            after = analysis.converted()
+            if args.write and before != after:
+                check_writable(path)    # (a report of a conversion that is not written would say "done")
         except UserError as e:
             if path == target:
                 raise
             print(e.line(), file=sys.stderr)
             failures += 1
             continue
-        after = analysis.converted()
         was_refused = int(bool(analysis.refused))
-        if args.write and before != after:
-            try:        # (a report of a conversion that cannot be written would say "done": the error alone)
-                check_writable(path)
-            except UserError as e:
-                if path == target:
-                    raise
-                print(e.line(), file=sys.stderr)
-                failures += 1
-                continue
         print_report(path, analysis, getattr(args, "format", "text"))
         refused += was_refused
         changed += before != after
