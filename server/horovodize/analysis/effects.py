@@ -117,6 +117,9 @@ class Effects:
         self._fn: dict[int, frozenset] = {}
         self._cls: dict[str, frozenset] = {}
         self._aliases: dict[str, str] | None = None
+        # (id(node), trailer index) -> `kind`: asked by several rules; keyed by the tree's node,
+        # which lives as long as the analysis (a `Call` made on the fly does not, and its id is reused)
+        self._kinds: dict[tuple, str | None] = {}
 
     def qualname(self, call: N.Call) -> str:
         """The callee's qualified name through every import (the environment keeps only
@@ -141,6 +144,13 @@ class Effects:
     # -- one call --------------------------------------------------------------------
     def kind(self, call: N.Call) -> str | None:
         """The effect of a library call (not following local functions)."""
+        key = (id(call.node), call.index)
+        if key in self._kinds:
+            return self._kinds[key]
+        found = self._kinds[key] = self._kind(call)
+        return found
+
+    def _kind(self, call: N.Call) -> str | None:
         env = self.env
         dotted = call.callee_dotted() or ""
         q = self.qualname(call)

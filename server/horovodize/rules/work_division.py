@@ -430,6 +430,8 @@ def _attributes_read(ctx: RuleContext, src: N.Call) -> bool:
     if parts is None or N.unparen(parts[1]) is not src.node:
         return False
     names = {N.dotted(t) for t in parts[0]} - {None}
+    text = ctx.source.text
+    names = {n for n in names if any(f"{n}.{a}" in text for a in ATTRIBUTES)}   # (a plain search first)
     return any(re.search(rf"(?<![\w.]){re.escape(n)}\.({'|'.join(ATTRIBUTES)})\b", ctx.source.text) for n in names)
 
 

@@ -279,7 +279,7 @@ def called_reads(ctx: RuleContext):
     fx = ctx.facts.effects
     env = ctx.env
     for call, _owner in env.index.calls:
-        if fx.kind(call) is not None or not env.may_call_local(call):
+        if not env.may_call_local(call) or fx.kind(call) is not None:
             continue
         target = env.call_target(call)
         if target is None or target.type != "funcdef" or "read" not in fx.of_function(target):
