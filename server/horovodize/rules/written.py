@@ -315,6 +315,8 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     (line, call, code, message, guard edits) for `rank0_guards` to group per block."""
     fx = ctx.facts.effects
     out = []
+    if not writes:
+        return out                  # (nothing rank 0 wrote: nothing to show on rank 0 only)
     for call, _owner in ctx.env.index.calls:
         if statement(call) is not call.node:
             continue
