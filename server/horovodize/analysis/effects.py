@@ -10,7 +10,7 @@ function is summarised once); a local class has the effects of its methods, so a
 ``keras.callbacks.Callback`` subclass whose ``on_epoch_end`` saves images is a writer.
 
 Requires: env (aliases, qualified names, call targets, local classes and their methods).
-Provides: `Effects` (``kind(call)``, ``of_call(call)``, ``of_function(fn)``,
+Provides: `Effects` (``kind(call)``, ``calls_of(kind)``, ``of_call(call)``, ``of_function(fn)``,
 ``of_class(name)``, ``callback_class(name)``, ``steers(name)``), the kind constants, and
 `path_of(call)` (the path a write or read names), ``shown_paths(call)`` (the files a
 display-only call shows).
@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import ast
 
+from ..incremental.keep import generation, local_calls
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from .env import Env
 from .roles import canonical
 
 WRITE, READ, PRINT, DISPLAY, COLLECTIVE = "write", "read", "print", "display", "collective"
+SHOWS = "shows"         # (`Effects.calls_of`: a call that shows a file, ``IPython.display.Image(p)``)
 
 # Module-level functions by qualified name (after the aliases; keras is tensorflow.keras).
 _WRITES = {
@@ -120,6 +122,56 @@ class Effects:
         # (id(node), trailer index) -> `kind`: asked by several rules; keyed by the tree's node,
         # which lives as long as the analysis (a `Call` made on the fly does not, and its id is reused)
         self._kinds: dict[tuple, str | None] = {}
+        self._by_kind: dict[str, list] | None = None
+
+    def calls_of(self, kind: str) -> list:
+        """The calls of the program whose own effect is `kind` (or, for ``SHOWS``, that
+        show a file: ``Image(p)``), in source order. On the keystroke path each top-level
+        statement's table is kept in its piece's memo while the statement and the import
+        tables are the same, so an edit classifies the calls of the statements it changed,
+        not every call of the file (rank0_guards, written and the display guards ask)."""
+        if self._by_kind is None:
+            self._by_kind = self._tables()
+        return self._by_kind.get(kind, [])
+
+    def _tables(self) -> dict:
+        env = self.env
+        self.qualname_table()
+        key = (tuple(sorted(self._aliases.items())), getattr(env, "_alias_items", ()),
+               frozenset(n for n in ("print", "display", "clear_output") if n in env.functions))
+        gen = generation(env, "effects", key)
+        out: dict[str, list] = {}
+        for piece in env.index.parts():
+            kept = piece.memo.get("effect_calls")
+            if kept is None or kept[0] is not gen:
+                table: dict[str, list] = {}
+                for call, _owner in piece.calls:
+                    found = self.kind(call)
+                    if found is not None:
+                        table.setdefault(found, []).append(call)
+                    if self.qualname(call) in SHOWS_FILE:
+                        table.setdefault(SHOWS, []).append(call)
+                kept = piece.memo["effect_calls"] = (gen, table)
+            for k, calls in kept[1].items():
+                out.setdefault(k, []).extend(calls)
+        return out
+
+    def local_calls(self) -> list:
+        """The calls without an effect of their own that may run the program's own
+        functions, in source order (kept per statement, `keep.local_calls`)."""
+        if self._by_kind is None:
+            self._by_kind = self._tables()
+        own = {id(c) for k, calls in self._by_kind.items() if k != SHOWS for c in calls}
+        return [c for piece in self.env.index.parts() for c in local_calls(self.env, piece)[2] if id(c) not in own]
+
+    def qualname_table(self) -> dict:
+        """Local name -> qualified name of every import (first binding wins)."""
+        if self._aliases is None:
+            self._aliases = {}
+            for node in self.env.imports:
+                for local, full in import_bindings(node):
+                    self._aliases.setdefault(local, full)
+        return self._aliases
 
     def qualname(self, call: N.Call) -> str:
         """The callee's qualified name through every import (the environment keeps only
@@ -127,16 +179,11 @@ class Effects:
         q = self.env.callee_qualname(call)
         if q:
             return q
-        if self._aliases is None:
-            self._aliases = {}
-            for node in self.env.imports:
-                for local, full in import_bindings(node):
-                    self._aliases.setdefault(local, full)
         dotted = call.callee_dotted()
         if not dotted:
             return ""
         root, _, rest = dotted.partition(".")
-        full = self._aliases.get(root)
+        full = self.qualname_table().get(root)
         if full is None:
             return ""
         return canonical(full + ("." + rest if rest else "")) or ""

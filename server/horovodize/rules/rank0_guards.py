@@ -474,8 +474,8 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
     exist everywhere). A write left on every rank is a note for the report (point 7 not done)."""
     fx = ctx.facts.effects
     seen = set()
-    for call, _owner in ctx.env.index.calls:
-        if fx.kind(call) != WRITE_EFFECT or id(call.node) in seen:
+    for call in fx.calls_of(WRITE_EFFECT):
+        if id(call.node) in seen:
             continue
         seen.add(id(call.node))
         if classify(ctx, call) is not None or open_for_writing(call) or \

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..analysis.effects import path_of
+from ..analysis.effects import DISPLAY, SHOWS, path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import RuleContext, under_rank0_guard
@@ -278,9 +278,7 @@ def called_reads(ctx: RuleContext):
     (``display_image(epoch)`` whose body opens the image a loop saved)."""
     fx = ctx.facts.effects
     env = ctx.env
-    for call, _owner in env.index.calls:
-        if not env.may_call_local(call) or fx.kind(call) is not None:
-            continue
+    for call in fx.local_calls():
         target = env.call_target(call)
         if target is None or target.type != "funcdef" or "read" not in fx.of_function(target):
             continue
@@ -317,7 +315,8 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     out = []
     if not writes:
         return out                  # (nothing rank 0 wrote: nothing to show on rank 0 only)
-    for call, _owner in ctx.env.index.calls:
+    shows = {id(c): c for c in (*fx.calls_of(DISPLAY), *fx.calls_of(SHOWS))}
+    for call in sorted(shows.values(), key=lambda c: (c.node.start_pos, c.index)):
         if statement(call) is not call.node:
             continue
         paths = fx.shown_paths(call)
