@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from ..incremental.keep import generation, local_calls
+from ..incremental.keep import generation
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from .env import Env
@@ -155,14 +155,6 @@ class Effects:
             for k, calls in kept[1].items():
                 out.setdefault(k, []).extend(calls)
         return out
-
-    def local_calls(self) -> list:
-        """The calls without an effect of their own that may run the program's own
-        functions, in source order (kept per statement, `keep.local_calls`)."""
-        if self._by_kind is None:
-            self._by_kind = self._tables()
-        own = {id(c) for k, calls in self._by_kind.items() if k != SHOWS for c in calls}
-        return [c for piece in self.env.index.parts() for c in local_calls(self.env, piece)[2] if id(c) not in own]
 
     def qualname_table(self) -> dict:
         """Local name -> qualified name of every import (first binding wins)."""

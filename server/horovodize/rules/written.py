@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..analysis.effects import DISPLAY, SHOWS, path_of
+from ..analysis.effects import DISPLAY, READ, SHOWS, path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import RuleContext, under_rank0_guard
@@ -273,19 +273,21 @@ def path_matches(read: str, write: str) -> bool:
     return False
 
 
-def called_reads(ctx: RuleContext):
+def called_reads(ctx: RuleContext) -> list:
     """(call, path expressions) of calls of the program's own functions that read a path
-    (``display_image(epoch)`` whose body opens the image a loop saved)."""
+    (``display_image(epoch)`` whose body opens the image a loop saved): the functions that
+    hold a read are found from the reads, and their calls from the call graph."""
     fx = ctx.facts.effects
-    env = ctx.env
-    for call in fx.local_calls():
-        target = env.call_target(call)
-        if target is None or target.type != "funcdef" or "read" not in fx.of_function(target):
-            continue
-        paths = [path_of(inner) for inner in N.calls_in(target) if fx.kind(inner) == "read"]
-        paths = [p for p in paths if p is not None]
-        if paths:
-            yield call, paths
+    readers: dict[int, tuple] = {}
+    for read in fx.calls_of(READ):
+        path = path_of(read)
+        node = read.node.parent if path is not None else None
+        while node is not None:
+            if node.type == "funcdef":
+                readers.setdefault(id(node), (node, []))[1].append(path)
+            node = node.parent
+    out = [(call, paths) for fn, paths in readers.values() for call in ctx.env.callers(fn) if fx.kind(call) is None]
+    return sorted(out, key=lambda r: r[0].node.start_pos)
 
 
 def effect_reads(ctx: RuleContext):
