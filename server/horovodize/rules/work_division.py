@@ -395,12 +395,21 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     text = (f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
             f".take(ds.cardinality() // {hvd}.size()))")
     name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
+    edits = [Edit(end, end, text)]
     if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
-        note(ctx, pipe.source.node, f"divided, but `{name}` shuffles its files with a random seed of its "
-             "own on each rank (no `seed=`), so the ranks' shares overlap; pass the same `seed=` on every "
-             "rank for disjoint shares")
+        # Each rank would shuffle the files with a seed of its own: the shards would overlap.
+        # The same seed on every rank orders the files alike, so the shards are disjoint.
+        if pipe.source.has_star():
+            note(ctx, pipe.source.node, f"divided, but `{name}` shuffles its files with a random seed of its "
+                 "own on each rank (no `seed=`), so the ranks' shares overlap; pass the same `seed=` on every "
+                 "rank for disjoint shares")
+        else:
+            edits = ctx.add_keyword(pipe.source, f"seed={SHARD_SEED}") + edits
     yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`",
-                  Fix(RULES["HVD041"][1], [Edit(end, end, text)]))
+                  Fix(RULES["HVD041"][1], edits))
+
+
+SHARD_SEED = 1337      # the seed keras-io's examples give the directory utilities
 
 
 SIZE_PRESERVING = ("map", "batch", "padded_batch", "cache", "prefetch", "shuffle")
