@@ -58,3 +58,40 @@ def test_left_alone_when_seeded_after_training_or_in_a_loop():
     assert codes(PROGRAM.format(split=SPLIT.replace("train_test_split(x, y, test_size=0.2)",
                                                    "(x, x, y, y)\nz = tf.random.normal([3]).sample(4)"),
                                 epochs=4)) == []
+
+
+RL = """import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+SEED = 7
+env = gym.make("CartPole-v1")
+state, _ = env.reset(seed=SEED * 2)
+np.random.seed(SEED)
+other = make_other()
+other.seed(SEED)
+model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+optimizer = tf.keras.optimizers.Adam(0.01)
+for episode in range(10):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(tf.constant([state])))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_reinforcement_learning_seeds_per_rank():
+    out = convert_text(RL)
+    assert "env.reset(seed=SEED * 2 + hvd.rank())" in out
+    assert "np.random.seed(SEED + hvd.rank())" in out
+    assert "other.seed(SEED)\n" in out                  # not an environment gym made
+    p = point5(RL)
+    assert [c["code"] for c in p["changes"]] == ["HVD046", "HVD046"]
+    assert convert_text(out) == out
+
+
+def test_no_per_rank_seed_without_an_environment():
+    # the same seeds in a program without gym make every rank draw the same split: kept
+    text = PROGRAM.format(split="np.random.seed(0)\n" + SPLIT, epochs=4)
+    assert "np.random.seed(0)\n" in convert_text(text)
+    assert [f.code for f in analyze(text).rule_sites if f.code == "HVD046"] == []
