@@ -140,3 +140,29 @@ def test_untar_extracts_again_so_the_cleaning_follows_every_extraction():
     assert order == sorted(order) and out.count('name="data_cleaned"') == 2
     p = point(text, 9)
     assert p["status"] == "partly done" and "untar" in p["notes"][0]["note"]
+
+
+CHECKPOINTED = """import numpy as np
+import tensorflow as tf
+
+x = np.zeros((64, 4))
+y = np.zeros((64, 1))
+n = 2
+cp = tf.keras.callbacks.ModelCheckpoint("ck/cp-{{epoch:04d}}.ckpt", save_weights_only=True, save_freq={freq})
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(x, y, epochs=50, callbacks=[cp])
+"""
+
+
+def test_checkpoint_interval_in_epochs_follows_the_divided_epochs():
+    out = convert_text(CHECKPOINTED.format(freq="5 * n"))
+    assert "save_freq=max(1, 5 // hvd.size()) * n)" in out and "int(math.ceil(50 / hvd.size()))" in out
+    assert point(CHECKPOINTED.format(freq="5 * n"), 5)["status"] == "done"
+    # an interval in batches it cannot read as k epochs: said, not silently kept
+    p = point(CHECKPOINTED.format(freq="500"), 5)
+    assert p["status"] == "partly done" and "save_freq=500" in p["notes"][0]["note"]
+    assert "save_freq=500)" in convert_text(CHECKPOINTED.format(freq="500"))
+    # once per epoch: nothing to keep consistent
+    p = point(CHECKPOINTED.format(freq="'epoch'"), 5)
+    assert p["status"] == "done" and not p["notes"]
