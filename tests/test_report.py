@@ -225,9 +225,18 @@ def test_report_names_the_keras_source_it_shards(tmp_path):
     assert [c["code"] for c in point5["changes"]] == ["HVD041"]      # sharded, epochs left whole
     assert "keras.utils.image_dataset_from_directory" in json.dumps(point5)
     assert "arrays" not in json.dumps(point5) and "epochs=4," in proc.stdout
-    # shuffled without a seed: each rank's file order differs, the shares overlap
-    assert point5["status"] == "partly done" and "seed=" in point5["notes"][0]["note"]
+    # shuffled without a seed, each rank's file order would differ and the shares overlap:
+    # the same seed is given on every rank, so the shares are disjoint
+    assert point5["status"] == "done" and not point5["notes"]
+    assert "batch_size=8, seed=1337)" in proc.stdout
     path.write_text(path.read_text().replace("batch_size=8)", "batch_size=8, seed=7)"))
     proc = run("convert", "--format", "json", str(path))
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "done" and not point5["notes"]
+    assert "seed=7)" in proc.stdout and "1337" not in proc.stdout
+    # keyword arguments it cannot see: it says so, and does not call it done
+    path.write_text(path.read_text().replace("batch_size=8, seed=7)", "**opts)").replace(
+        "train_ds =", "opts = dict(batch_size=8)\ntrain_ds =", 1))
+    proc = run("convert", "--format", "json", str(path))
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "partly done" and "seed=" in point5["notes"][0]["note"]

@@ -98,3 +98,71 @@ def test_converted_output_offers_no_second_fix():
     for expected in sorted(fixtures.glob("*.expected.py")):
         found = [f for f in analyze(expected.read_text()).findings if f.code == "HVD044"]
         assert not found, f"{expected.name}: {[f.message for f in found]}"
+
+
+CLEANED = """import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+path = tf.keras.utils.get_file("data.zip", origin="https://example.org/data.zip", {how})
+d = os.path.join(os.path.dirname(path), "data", "unsup")
+if os.path.isdir(d): shutil.rmtree(d)
+x = np.load(os.path.join(os.path.dirname(path), "data", "x.npy"))
+y = x
+""" + FIT_TAIL + "shutil.rmtree('logs')\n"
+
+
+def test_extraction_and_cleaning_run_on_local_rank0_only():
+    out = convert_text(CLEANED.format(how="extract=True"))
+    # Keras 2.15's get_file extracts on every call: the others get the archive's path only
+    assert 'origin="https://example.org/data.zip", extract=hvd.local_rank() == 0)' in out
+    # the cleaning is in the wrapper, on local rank 0 (every host cleans its own cache), not on rank 0
+    assert "if os.path.isdir(d): shutil.rmtree(d) if hvd.local_rank() == 0 else None" in out
+    assert out.count('name="data_barrier"') == 2 and "data_extracted" not in out
+    assert out.index("shutil.rmtree(d)") < out.index("if hvd.local_rank() == 0:\n    hvd.allreduce") \
+        < out.index("np.load")
+    assert "if hvd.rank() == 0: shutil.rmtree('logs')" in out      # after training: HVD032's as before
+    p = point(CLEANED.format(how="extract=True"), 9)
+    assert p["status"] == "done" and not p.get("notes")
+    assert convert_text(out) == out
+
+
+def test_untar_extracts_again_so_the_cleaning_follows_every_extraction():
+    text = CLEANED.format(how="untar=True")
+    out = convert_text(text)
+    assert "untar=True)" in out                    # no other way to get untar's path on ranks > 0
+    order = [out.index(s) for s in ('name="data_extracted"', 'local_rank() != 0:\n    hvd.allreduce(tf.constant(0), '
+                                    'name="data_cleaned")', "shutil.rmtree(d) if hvd.local_rank() == 0 else None",
+                                    'local_rank() == 0:\n    hvd.allreduce(tf.constant(0), name="data_cleaned")',
+                                    "np.load")]
+    assert order == sorted(order) and out.count('name="data_cleaned"') == 2
+    p = point(text, 9)
+    assert p["status"] == "partly done" and "untar" in p["notes"][0]["note"]
+
+
+CHECKPOINTED = """import numpy as np
+import tensorflow as tf
+
+x = np.zeros((64, 4))
+y = np.zeros((64, 1))
+n = 2
+cp = tf.keras.callbacks.ModelCheckpoint("ck/cp-{{epoch:04d}}.ckpt", save_weights_only=True, save_freq={freq})
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(x, y, epochs=50, callbacks=[cp])
+"""
+
+
+def test_checkpoint_interval_in_epochs_follows_the_divided_epochs():
+    out = convert_text(CHECKPOINTED.format(freq="5 * n"))
+    assert "save_freq=max(1, 5 // hvd.size()) * n)" in out and "int(math.ceil(50 / hvd.size()))" in out
+    assert point(CHECKPOINTED.format(freq="5 * n"), 5)["status"] == "done"
+    # an interval in batches it cannot read as k epochs: said, not silently kept
+    p = point(CHECKPOINTED.format(freq="500"), 5)
+    assert p["status"] == "partly done" and "save_freq=500" in p["notes"][0]["note"]
+    assert "save_freq=500)" in convert_text(CHECKPOINTED.format(freq="500"))
+    # once per epoch: nothing to keep consistent
+    p = point(CHECKPOINTED.format(freq="'epoch'"), 5)
+    assert p["status"] == "done" and not p["notes"]

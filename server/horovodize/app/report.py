@@ -12,7 +12,7 @@ POINTS = [
     (2, "same start: initial state broadcast from rank 0", ("HVD021", "HVD050", "HVD060", "HVD071", "HVD072")),
     (3, "gradients averaged", ("HVD011", "HVD012", "HVD020")),
     (4, "learning rate scaled by hvd.size() once", ("HVD010", "HVD012", "HVD013")),   # HVD012 scales too
-    (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD073")),
+    (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD045", "HVD046", "HVD073")),
     (6, "callbacks as Horovod's guide orders them", ("HVD050", "HVD204")),
     (7, "side effects from rank 0 (prints, files), reads after a barrier",
      ("HVD030", "HVD031", "HVD032", "HVD033", "HVD051", "HVD061", "HVD074")),
@@ -21,6 +21,9 @@ POINTS = [
     (11, "a stack that can run it (Keras 2 imports, no collective under XLA)", ("HVD090", "HVD091")),
 ]
 LOOP_POINTS = {2, 3, 4, 5}
+# Point-5 changes that make the ranks' data the same (a seeded split), not divided: alone,
+# they do not make the work divided.
+SAME_ON_EVERY_RANK = ("HVD045",)
 # Horovod misuse (rules/horovod_misuse.py) by the contract point it breaks: a point with one
 # of these left in the program is not "already" done, whatever else the program does.
 MISUSE_POINT = {"HVD200": 1, "HVD203": 2, "HVD205": 2, "HVD202": 3, "HVD206": 3, "HVD201": 4,
@@ -55,7 +58,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
             status, why = "not done", "the conversion is refused (point 8)"
         elif left:
             status, why = ("partly done" if changes else "not done"), "; ".join(left)
-        elif changes:
+        elif changes and not (number == 5 and all(c["code"] in SAME_ON_EVERY_RANK for c in changes)):
             status, why = "done", ""
         elif not has_loop:
             status, why = "not applicable", "no training loop found"

@@ -33,6 +33,10 @@ from . import collective_flow  # noqa: E402  (contract point 10: per-rank loop e
 
 RULE_MODULES = RULE_MODULES + (collective_flow,)
 
+from . import data_seeds  # noqa: E402  (contract point 5: the same random split on every rank, HVD045)
+
+RULE_MODULES = RULE_MODULES + (data_seeds,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -11,14 +11,22 @@ extraction never run on several ranks at once into the same path.
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
   the number of hosts; consecutive acquisitions (up to 3 plain lines apart) share one
-  wrapper. An archive the others extract again (``get_file(extract=True)``, ``extractall``)
-  is followed by one more allreduce on every rank, so no rank reads files while another
-  rewrites them.
+  wrapper.
+* What writes into the data folder runs on local rank 0 only, inside the wrapper: an
+  ``extractall``/``unpack_archive`` statement gets ``if hvd.local_rank() == 0:``, and
+  ``get_file(..., extract=True)`` gets ``extract=hvd.local_rank() == 0`` (Keras 2.15
+  extracts on every call, cached or not, and returns the archive's path either way); the
+  cleaning that follows before training (``shutil.rmtree``, ``os.remove``...) is taken into
+  the wrapper, on local rank 0 (every host cleans its own cache). Where the others still
+  extract (``get_file(untar=True)``: its path differs without ``untar``), one more allreduce
+  follows on every rank, and the cleaning then gets its own local-rank-0-first wrapper
+  (``data_cleaned``) so it comes after every extraction.
 
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
 (a rank must not skip the allreduce because local rank 0 already made the file exist).
 
-Requires: env (aliases, callers), facts (rank guards, init), loop summary (what trains).
+Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves).
+Requires: env (aliases, callers), facts (rank guards, init, effects), loop summary (what trains).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import re
 from typing import Iterator
 
 from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 from .setup_imports import tf_name
 
@@ -42,6 +51,8 @@ FETCH_DOTTED = {"tfds.load", "tensorflow_datasets.load", "gdown.download", "gdow
                 "gdown.cached_download", "urllib.request.urlretrieve", "request.urlretrieve", "urlretrieve",
                 "wget.download"}
 EXTRACT_DOTTED = {"shutil.unpack_archive"}
+# What cleans a data folder after its download (a removed class folder, corrupt images).
+CLEAN = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"}
 TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
 NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
          "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt")
@@ -70,8 +81,10 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         return "fetch"
     if name == "get_file" and "keras" in q:
         extract = call.keyword("extract")
-        return "extract" if extract is not None and extract.value.get_code(include_prefix=False) != "False" \
-            else "fetch"
+        untar = call.keyword("untar")
+        if any(k is not None and k.value.get_code(include_prefix=False) != "False" for k in (extract, untar)):
+            return "extract"
+        return "fetch"
     if dotted in FETCH_DOTTED:
         download = call.keyword("download")
         if download is not None and download.value.get_code(include_prefix=False) == "False":
@@ -90,6 +103,26 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
+    yield from _plan(ctx)[0]
+
+
+def local_rank0_only(ctx: RuleContext) -> set[int]:
+    """The calls (by ``id`` of their node) that HVD044's wrapper runs on local rank 0 only:
+    the cleaning of the data folder (``shutil.rmtree``, ``os.remove``...) it took in. Other
+    rules leave them alone (a global-rank-0 guard would leave other hosts' data uncleaned)."""
+    return _plan(ctx)[1]
+
+
+def _plan(ctx: RuleContext) -> tuple[list, set]:
+    """The findings and the calls taken onto local rank 0, worked out once per analysis."""
+    plan = ctx.__dict__.get("_data_plan")
+    if plan is None:
+        taken: set[int] = set()
+        plan = ctx.__dict__["_data_plan"] = (list(_check(ctx, taken)), taken)
+    return plan
+
+
+def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     if ctx.env.tf_alias() is None and ctx.facts.uses_horovod:
         return                        # no tensorflow name to build the allreduce with
     wrapped: list = []                # (unit, call, kind) for the local-rank-0-first wrapper
@@ -114,11 +147,13 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                          "on local rank 0 first, then the others")
                     continue
                 wrapped.append((unit, call, kind))
-    yield from _wrappers(ctx, wrapped)
+    yield from _wrappers(ctx, wrapped, taken)
 
 
-def _wrappers(ctx: RuleContext, wrapped: list) -> Iterator[Finding]:
-    """One local-rank-0-first wrapper per run of consecutive units in one block."""
+def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
+    """One local-rank-0-first wrapper per run of consecutive units in one block, extended
+    to the cleaning of the data folder that follows it; what writes into the folder
+    (extraction, cleaning) runs on local rank 0 only."""
     units: dict[int, tuple] = {}
     for unit, call, kind in wrapped:
         u = units.setdefault(id(unit), (unit, [], set()))
@@ -138,16 +173,110 @@ def _wrappers(ctx: RuleContext, wrapped: list) -> Iterator[Finding]:
         first, last = group[0][0], group[-1][0]
         if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in group):
             continue
+        edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
+        calls = [c for _u, cs, _k in group for c in cs]
+        for call in calls:
+            if acquisition(ctx, call) != "extract":
+                continue
+            own = _extract_on_local_rank0(ctx, call)
+            if own is None:
+                again = True
+            else:
+                edits += own
+        cleaning = _cleaning_after(ctx, last)
+        unit_last = last
+        for stmt, call, guard in cleaning:
+            edits.append(guard)
+            taken.add(id(call.node))
+            last = stmt
         before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
         after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
-        if any("extract" in u[2] for u in group):
+        if again:
+            note(ctx, calls[0].node, "partly done: ranks > 0 extract the archive again after local rank 0 "
+                 "(`get_file(untar=True)`, a computed `extract=`, or an extraction sharing its line); with more "
+                 "than 2 ranks a host they do it at once: pass `extract=True` to get_file")
             after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
                       "# no rank reads while another extracts again")
-        edits = [ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(last, after)]
+        if again and cleaning:          # clean after every re-extraction, on local rank 0 first
+            cleaned = f'{hvd}.allreduce({tf}.constant(0), name="data_cleaned")'
+            after += (f"\nif {hvd}.local_rank() != 0:\n{unit_indent}{cleaned}  "
+                      "# local rank 0 cleans the data folder first")
+            edits = ([ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(unit_last, after)] + edits
+                     + [ctx.insert_after_stmt(last, f"if {hvd}.local_rank() == 0:\n{unit_indent}{cleaned}  "
+                                              "# then the others read it")])
+        else:
+            edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
         fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
-        for _unit, calls, _kinds in group:
-            for call in calls:
-                yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
+        for call in calls:
+            yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
+        for _stmt, call, _guard in cleaning:
+            yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+
+
+def _extract_on_local_rank0(ctx: RuleContext, call: N.Call) -> list | None:
+    """The edits that make an extraction run on local rank 0 only, or None where the other
+    ranks still extract: ``get_file(..., extract=True)`` gets ``extract=hvd.local_rank() == 0``
+    (Keras 2.15's get_file extracts on every call, cached or not, and returns the archive's
+    path either way); an ``extractall``/``unpack_archive`` statement of its own line gets
+    ``if hvd.local_rank() == 0:``. ``get_file(untar=True)`` cannot: it extracts again unless
+    a folder named ``fname`` exists, and without ``untar`` it returns another path."""
+    if call.method == "extractall" or (call.callee_dotted() or "") in EXTRACT_DOTTED:
+        guard = _guard_local_rank0(ctx, call)
+        return None if guard is None else [guard]
+    extract = call.keyword("extract")
+    if call.keyword("untar") is not None or extract is None or \
+            extract.value.get_code(include_prefix=False) != "True":
+        return None
+    start, end = ctx.source.span(extract.value)
+    return [Edit(start, end, f"{ctx.hvd}.local_rank() == 0")]
+
+
+def _guard_local_rank0(ctx: RuleContext, call: N.Call) -> Edit | None:
+    """``if hvd.local_rank() == 0: <call>`` when the call is a statement alone on its line,
+    ``<call> if hvd.local_rank() == 0 else None`` when it shares it (``if isdir(d): rmtree(d)``)."""
+    if not call.is_whole() or not N.is_statement(call.node):
+        return None
+    if N.alone_on_line(call.node):
+        start = ctx.source.offset(call.node.start_pos)
+        return Edit(start, start, f"if {ctx.hvd}.local_rank() == 0: ")
+    if N.simple_stmt_of(call.node) is None:
+        return None
+    end = ctx.source.offset(call.node.end_pos)
+    return Edit(end, end, f" if {ctx.hvd}.local_rank() == 0 else None")
+
+
+def _cleaning_after(ctx: RuleContext, last, reach: int = 40) -> list:
+    """The statements that clean the data folder (``shutil.rmtree``, ``os.remove``...) in
+    the block after the wrapper's last unit, before anything trains or calls Horovod:
+    (the block's statement holding it, the call, its local-rank-0 guard). Stops at the
+    first cleaning that cannot take a guard of its own line."""
+    if last.parent is None:
+        return []
+    siblings = [c for c in last.parent.children if c.type not in ("newline", "endmarker", "indent", "dedent")]
+    i = _index(siblings, last)
+    found = []
+    for stmt in siblings[i + 1:i + 1 + reach] if i is not None else ():
+        if stmt.type in ("funcdef", "classdef", "decorated", "async_stmt", "async_funcdef"):
+            continue
+        if _trains(ctx, stmt) or mentions_hvd(stmt, ctx):
+            break
+        for call in N.calls_in(stmt):
+            if ctx.facts.effects.qualname(call) not in CLEAN or _in_def(call.node, stmt):
+                continue
+            guard = _guard_local_rank0(ctx, call)
+            if guard is None or under_rank0_guard(call.node, ctx) or ctx.blocked("HVD044", call.node):
+                return found
+            found.append((stmt, call, guard))
+    return found
+
+
+def _in_def(node, stop) -> bool:
+    cur = node.parent
+    while cur is not None and cur is not stop:
+        if cur.type in ("funcdef", "classdef", "lambdef"):
+            return True
+        cur = cur.parent
+    return False
 
 
 def _unit(ctx: RuleContext, call: N.Call):

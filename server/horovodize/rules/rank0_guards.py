@@ -29,6 +29,7 @@ from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .data_acquisition import local_rank0_only
 from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
@@ -473,7 +474,7 @@ def _effect_writes(ctx: RuleContext, blocks: list, writes: list, guarded: list) 
     exist_ok=True)`` on every rank (a folder other ranks may write into or read from must
     exist everywhere). A write left on every rank is a note for the report (point 7 not done)."""
     fx = ctx.facts.effects
-    seen = set()
+    seen = set(local_rank0_only(ctx))   # the data folder's cleaning: HVD044 runs it on local rank 0
     for call in fx.calls_of(WRITE_EFFECT):
         if id(call.node) in seen:
             continue

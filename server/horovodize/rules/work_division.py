@@ -311,6 +311,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue           # x already sliced per rank
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
+            yield from _checkpoint_intervals(ctx, call)
         elif site.kind == TAPE:
             pipe = use.pipe
             split = _tfds_split(ctx, use.expr, use.expr) if use.expr is not None and (
@@ -395,12 +396,67 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     text = (f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
             f".take(ds.cardinality() // {hvd}.size()))")
     name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
+    edits = [Edit(end, end, text)]
     if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
-        note(ctx, pipe.source.node, f"divided, but `{name}` shuffles its files with a random seed of its "
-             "own on each rank (no `seed=`), so the ranks' shares overlap; pass the same `seed=` on every "
-             "rank for disjoint shares")
+        # Each rank would shuffle the files with a seed of its own: the shards would overlap.
+        # The same seed on every rank orders the files alike, so the shards are disjoint.
+        if pipe.source.has_star():
+            note(ctx, pipe.source.node, f"divided, but `{name}` shuffles its files with a random seed of its "
+                 "own on each rank (no `seed=`), so the ranks' shares overlap; pass the same `seed=` on every "
+                 "rank for disjoint shares")
+        else:
+            edits = ctx.add_keyword(pipe.source, f"seed={SHARD_SEED}") + edits
     yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`",
-                  Fix(RULES["HVD041"][1], [Edit(end, end, text)]))
+                  Fix(RULES["HVD041"][1], edits))
+
+
+SHARD_SEED = 1337      # the seed keras-io's examples give the directory utilities
+
+
+def _checkpoint_intervals(ctx: RuleContext, fit: N.Call) -> Iterator[Finding]:
+    """A ``ModelCheckpoint`` of this fit that saves every k epochs counted in the undivided
+    run (``save_freq=5 * n_batches``, ``period=5``): once the epochs are divided, a run of
+    ceil(E/N) < k epochs would save nothing (and a later ``latest_checkpoint`` would find
+    the untrained one). k becomes ``max(1, k // hvd.size())``: about as many checkpoints as
+    before, the first within the divided run. A ``save_freq`` in batches that is not such a
+    product is named in the report."""
+    callbacks = fit.keyword("callbacks")
+    if callbacks is None:
+        return
+    names = {leaf.value for leaf in N.walk(callbacks.value) if leaf.type == "name"}
+    for cp in ctx.calls("ModelCheckpoint"):
+        stmt = N.statement_of(cp.node)
+        parts = N.assign_parts(stmt) if stmt.type == "expr_stmt" else None
+        bound = parts is not None and N.unparen(parts[1]) is cp.node and \
+            any(N.dotted(t) in names for t in parts[0])
+        if not (bound or N.inside(cp.node, callbacks.value)):
+            continue
+        for kw in ("save_freq", "period"):
+            arg = cp.keyword(kw)
+            if arg is None or mentions_hvd(arg.value, ctx) or arg.value.type in ("string", "strings"):
+                continue
+            k = _epochs_factor(arg.value) if kw == "save_freq" else arg.value
+            if k is not None and k.type == "number" and k.value.isdigit() and int(k.value) >= 2 and not bound:
+                note(ctx, cp.node, f"partly done: `{kw}={arg.value.get_code(include_prefix=False)}` counts epochs of "
+                     f"the undivided run (a callback HVD050 moves onto rank 0): make it max(1, {k.value} // "
+                     f"{ctx.hvd}.size())")
+                continue
+            if k is None or k.type != "number" or not k.value.isdigit() or int(k.value) < 2:
+                note(ctx, cp.node, f"partly done: `{kw}={arg.value.get_code(include_prefix=False)}` counts batches "
+                     "of the undivided epochs; with the epochs divided it may save less often or not at all")
+                continue
+            start, end = ctx.source.span(k)
+            yield finding(ctx, "HVD043", arg.node, f"the checkpoint interval counts {k.value} epochs of the "
+                          "undivided run", Fix("Divide the epochs the checkpoint interval counts by hvd.size()",
+                                               [Edit(start, end, f"max(1, {k.value} // {ctx.hvd}.size())")]))
+
+
+def _epochs_factor(value):
+    """The integer literal k of ``k * n`` / ``n * k`` (k epochs of n batches), or None."""
+    if value.type != "term" or len(value.children) != 3 or value.children[1] != "*":
+        return None
+    numbers = [c for c in (value.children[0], value.children[2]) if c.type == "number"]
+    return numbers[0] if len(numbers) == 1 else None
 
 
 SIZE_PRESERVING = ("map", "batch", "padded_batch", "cache", "prefetch", "shuffle")

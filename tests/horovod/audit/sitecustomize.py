@@ -1,7 +1,9 @@
 """Audit hook for the Horovod run tier (on PYTHONPATH only when a test asks for it).
 
 Records, per process, every file the Python level opens for writing, every directory it
-makes and every rename (with its wall-clock time, ``t``), into ``$HVD_AUDIT_DIR/audit-<rank>.jsonl`` at exit. The rank comes
+makes, every rename and every removal (``os.remove``/``unlink``, ``os.rmdir``,
+``shutil.rmtree``: event ``remove``), each with its wall-clock time (``t``), into
+``$HVD_AUDIT_DIR/audit-<rank>.jsonl`` at exit. The rank comes
 from ``HOROVOD_RANK`` (set by horovodrun; absent: 0). Writes done in C++ (TensorFlow
 checkpoints, SavedModel, h5py) raise no audit event: the programs put those in per-rank
 directories, which the tests inspect.
@@ -37,8 +39,15 @@ def _hook(event, args):
             (mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
         if writing and _keep(path):
             _events.append({"event": "write", "path": os.path.abspath(os.fsdecode(path)), "t": time.time()})
+    elif event == "os.mkdir" and args and _keep(args[0]) and os.path.isdir(args[0]):
+        return                         # ``makedirs(exist_ok=True)`` of a folder that exists: no write
     elif event in ("os.mkdir", "os.rename", "os.replace") and args and _keep(args[0]):
         _events.append({"event": event, "path": os.path.abspath(os.fsdecode(args[0])), "t": time.time()})
+    elif event in ("os.remove", "os.rmdir", "shutil.rmtree") and args and _keep(args[0]) \
+            and (len(args) < 2 or args[1] in (None, -1)):
+        # (os.remove's dir_fd is -1 when not given; the entries shutil.rmtree removes relative
+        # to a directory fd are its own event's)
+        _events.append({"event": "remove", "path": os.path.abspath(os.fsdecode(args[0])), "t": time.time()})
 
 
 def _dump():

@@ -1,0 +1,144 @@
+"""Randomness reasoned about per rank (contract point 5). The same split on every rank (HVD045): a random split of the data made
+before training without a seed gives each rank its own split, so one rank's validation rows
+are another rank's training rows and the averaged validation loss is optimistic (seen: 80%
+of each rank's validation rows trained on by the other rank at 2 ranks).
+
+Seeded with a fixed value, the same on every rank (the minimal edit):
+
+* ``train_test_split(...)`` (scikit-learn) -> ``random_state=42`` added;
+* ``df.sample(frac=...)`` (pandas, shuffling rows before ``np.split``) -> ``random_state=42``;
+* ``np.random.permutation(...)`` / ``np.random.shuffle(x)`` ->
+  ``np.random.default_rng(42).permutation(...)`` (a generator of its own: the program's
+  other draws from numpy's global state are unchanged).
+
+Only before the first training step, outside any loop (a shuffle each epoch that picks a
+rank's batches should differ per rank), and not after the program seeds numpy's global state
+(``np.random.seed``, ``keras.utils.set_random_seed``), which makes every rank draw the same.
+
+Per rank where the randomness should differ (HVD046): a reinforcement-learning program (it
+makes a ``gym``/``gymnasium`` environment) that seeds its environment (``env.seed(s)``,
+``env.reset(seed=s)``) or the draws it explores with (``np.random.seed``, ``random.seed``,
+``tf.random.set_seed``, ``keras.utils.set_random_seed``) gets ``s + hvd.rank()``: with one
+seed every rank plays the same episodes, so the averaged gradient is one rank's at N times
+the learning rate. The weights the per-rank TensorFlow seed initialises are rank 0's after
+the broadcast. Such a program's splits are then left alone (HVD045).
+
+Requires: env (qualified names), loop summary (where training starts).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..parse import nodes as N
+from ..parse.source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+
+RULES = {
+    "HVD045": ("same-split-on-every-rank", "Seed the random split so every rank makes the same one"),
+    "HVD046": ("exploration-seed-per-rank", "Seed the environment and the exploration per rank (seed + hvd.rank())"),
+}
+GYM_MAKE = ("gym.make", "gymnasium.make")
+# Seeds of the draws an agent explores with (actions sampled by numpy, TensorFlow or random).
+RANK_SEEDS = ("numpy.random.seed", "np.random.seed", "random.seed", "tensorflow.random.set_seed",
+              "tf.random.set_seed", "set_random_seed")
+SEED = 42
+NP_DRAWS = ("permutation", "shuffle")
+GLOBAL_SEEDS = ("numpy.random.seed", "np.random.seed", "set_random_seed")   # keras.utils / tf.keras.utils
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    yield from check_rank_seeds(ctx)
+    yield from check_splits(ctx)
+
+
+def check_splits(ctx: RuleContext) -> Iterator[Finding]:
+    """HVD045: the unseeded splits before training."""
+    if not ctx.summary.sites or any(True for _ in check_rank_seeds(ctx)):
+        return                         # nothing trains; or the program's seeds become per rank
+    start = min(s.node.start_pos for s in ctx.summary.sites if s.node is not None)
+    seeded = [c.node.start_pos for name in ("seed", "set_random_seed") for c in ctx.calls(name)
+              if _qualname(ctx, c).endswith(GLOBAL_SEEDS)]
+    for name in ("train_test_split", "sample", *NP_DRAWS):
+        for call in ctx.calls(name):
+            edits, what = _seed(ctx, call)
+            if edits is None or call.node.start_pos >= start or _in_loop(call.node):
+                continue
+            if any(p < call.node.start_pos for p in seeded) or mentions_hvd(call.node, ctx) \
+                    or ctx.blocked("HVD045", call.node):
+                continue
+            yield finding(ctx, "HVD045", call.node, f"{what} without a seed: each rank makes its own split",
+                          Fix(RULES["HVD045"][1], edits))
+
+
+def check_rank_seeds(ctx: RuleContext) -> Iterator[Finding]:
+    """HVD046: a reinforcement-learning program (it makes a ``gym`` environment) seeds its
+    environment and its exploration with one value: every rank would play the same episodes
+    (identical gradients: single-process training at N times the learning rate)."""
+    makes = [c for c in ctx.calls("make") if _qualname(ctx, c).endswith(GYM_MAKE)]
+    if not makes or not ctx.summary.sites:
+        return
+    envs = set()
+    for make in makes:
+        parts = N.assign_parts(N.statement_of(make.node))
+        if parts is not None and N.unparen(parts[1]) is make.node:
+            envs |= {N.dotted(t) for t in parts[0]} - {None}
+    candidates = []
+    for call in ctx.calls("seed") + ctx.calls("set_seed") + ctx.calls("set_random_seed") + ctx.calls("reset"):
+        receiver = N.dotted(call.node.children[0]) if call.index == 2 else None
+        if call.method == "reset":
+            arg = call.keyword("seed") if receiver in envs else None
+        elif call.method == "seed" and receiver in envs:
+            arg = call.keyword("seed") or call.positional(0)
+        elif _qualname(ctx, call).endswith(RANK_SEEDS):
+            arg = call.keyword("seed") or call.positional(0)
+        else:
+            arg = None
+        if arg is None or call.has_star() or arg.value.get_code(include_prefix=False) == "None":
+            continue
+        if mentions_hvd(call.node, ctx) or ctx.blocked("HVD046", call.node):
+            continue
+        candidates.append((call, arg))
+    for call, arg in candidates:
+        value = arg.value
+        start, end = ctx.source.span(value)
+        simple = value.type in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
+        edits = [Edit(end, end, f" + {ctx.hvd}.rank()")] if simple else \
+            [Edit(start, start, "("), Edit(end, end, f") + {ctx.hvd}.rank()")]
+        yield finding(ctx, "HVD046", call.node, "every rank explores with the same seed: the ranks play the same "
+                      "episodes", Fix(RULES["HVD046"][1], edits))
+
+
+def _qualname(ctx: RuleContext, call: N.Call) -> str:
+    return ctx.facts.effects.qualname(call) or call.callee_dotted() or ""
+
+
+def _seed(ctx: RuleContext, call: N.Call) -> tuple[list | None, str]:
+    """The edits that seed the call, and how the message names it; (None, "") when it is
+    not an unseeded split."""
+    if call.has_star():
+        return None, ""
+    q = _qualname(ctx, call)
+    if call.method == "train_test_split" or q.endswith("model_selection.train_test_split") \
+            or q == "train_test_split":
+        if call.keyword("random_state") is not None:
+            return None, ""
+        return ctx.add_keyword(call, f"random_state={SEED}"), "`train_test_split`"
+    if call.method == "sample":
+        if call.keyword("frac") is None or call.keyword("random_state") is not None:
+            return None, ""        # pandas' sample(frac=...) only (a distribution's sample(n) is not a split)
+        return ctx.add_keyword(call, f"random_state={SEED}"), "`sample(frac=...)` shuffles the rows"
+    if call.method in NP_DRAWS and q in (f"numpy.random.{call.method}", f"np.random.{call.method}"):
+        name = call.trailer.get_previous_sibling()      # the ``.permutation`` trailer
+        at = ctx.source.offset(name.children[1].start_pos)
+        return [Edit(at, at, f"default_rng({SEED}).")], f"`np.random.{call.method}`"
+    return None, ""
+
+
+def _in_loop(node) -> bool:
+    cur = node.parent
+    while cur is not None and cur.type not in ("funcdef", "classdef"):
+        if cur.type in ("for_stmt", "while_stmt", "comp_for", "sync_comp_for"):
+            return True
+        cur = cur.parent
+    return False
