@@ -68,13 +68,11 @@ def did_close(ls: HorovodizeServer, params: types.DidCloseTextDocumentParams):
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
 def notebook_did_open(ls: HorovodizeServer, params: types.DidOpenNotebookDocumentParams):
     notebooks.sync(ls, params.notebook_document.uri)
-    _refresh_later(ls, params.notebook_document.uri)
 
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
 def notebook_did_change(ls: HorovodizeServer, params: types.DidChangeNotebookDocumentParams):
     notebooks.sync(ls, params.notebook_document.uri)
-    _refresh_later(ls, params.notebook_document.uri)
 
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
@@ -82,41 +80,20 @@ def notebook_did_close(ls: HorovodizeServer, params: types.DidCloseNotebookDocum
     ls.close(params.notebook_document.uri)
 
 
-def _refresh_later(ls: HorovodizeServer, uri: str) -> None:
-    """A client that pulls diagnostics pulls the cell it changed; the other cells'
-    diagnostics may change too (one program): ask it to pull again once analysed."""
-    ws = ls.client_capabilities.workspace
-    if not (ls.pull_diagnostics and ws and ws.diagnostics and ws.diagnostics.refresh_support):
-        return
-
-    async def refresh(text):
-        try:
-            await ls.analysis(uri)
-        except Exception:
-            log.exception("analysis of %s failed", uri)
-            return
-        doc = ls.documents.get(uri)
-        if doc is not None and doc.text is text:
-            ls.workspace_diagnostic_refresh(None)
-
-    doc = ls.documents.get(uri)
-    if doc is not None:
-        asyncio.get_running_loop().create_task(refresh(doc.text))
-
-
 # -- diagnostics (pull) -----------------------------------------------------------------
 @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
                 types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))
 async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParams):
     uri = params.text_document.uri
-    entry = await current_analysis(ls, notebooks.notebook_uri(ls, uri) or uri)
+    if notebooks.notebook_uri(ls, uri) is not None:     # a notebook's cell: its diagnostics are pushed
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    entry = await current_analysis(ls, uri)
     if entry is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     asyncio.get_running_loop().call_soon(ls.prime_later, entry)     # (after this answer is sent)
     if params.previous_result_id == entry.result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=entry.result_id)
-    items = entry.diagnostics if entry.notebook is None else notebooks.per_cell(entry, uri)
-    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=entry.result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics, result_id=entry.result_id)
 
 
 async def current_analysis(ls: HorovodizeServer, uri: str):

@@ -8,7 +8,9 @@ analyses it as the document ``notebook uri`` (`HorovodizeServer.open(..., notebo
 the same worker, debouncing and cancellation as a text document. A `View` is one version
 of the notebook: it maps program offsets to (cell uri, UTF-16 position in that cell) and
 back, and the engine's edits to per-cell `TextEdit`s (never straddling cells, never in a
-magic: such a fix is left out). Diagnostics are published (or pulled) per cell URI.
+magic: such a fix is left out). Diagnostics are pushed per cell URI, also to a client that
+pulls: vscode-languageclient 9 pulls only for documents it opened with textDocument/didOpen
+and shows as tabs, never for a notebook's cells (a pull for a cell answers nothing).
 
 Requires: app.notebook, lsp.convert, lsp.text, lsprotocol. Used by lsp.server (the sync
 options, `View` duck-typed on documents and entries) and lsp.handlers (the hooks).

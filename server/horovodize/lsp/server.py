@@ -16,7 +16,8 @@ only, and a lone keystroke does not wait. Each document's `IndexMemo` (next to i
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
 A notebook (`notebookDocument/*`) is one document here, keyed by its uri, whose text is
-its code cells' program (`lsp.notebooks.View`); its diagnostics are published per cell.
+its code cells' program (`lsp.notebooks.View`); its diagnostics are pushed per cell, also
+to a client that pulls (vscode-languageclient 9 never pulls for a notebook's cells).
 Nothing here imports or runs the user's code.
 
 Garbage collection: a 10k-line tree is some 10^5 long-lived objects, and CPython's full
@@ -315,14 +316,12 @@ class HorovodizeServer(LanguageServer):
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
             self._parsers.pop(uri, None)
-        if self.pull_diagnostics:
-            return
-        if doc is not None and doc.notebook is not None:         # clear each cell's
+        if doc is not None and doc.notebook is not None:         # clear each cell's (pushed)
             cells = doc.notebook.cell_uris() + (last.notebook.cell_uris() if last and last.notebook else [])
             for cell in dict.fromkeys(cells):
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=[]))
-            return
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        elif not self.pull_diagnostics:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- analyses ----------------------------------------------------------------------
     # An entry belongs to one snapshot: `entry.text is doc.text` (a change or a re-open
@@ -485,7 +484,8 @@ class HorovodizeServer(LanguageServer):
         return False
 
     def schedule(self, uri: str) -> None:
-        if self.pull_diagnostics:
+        doc = self.documents.get(uri)
+        if self.pull_diagnostics and (doc is None or doc.notebook is None):    # (a notebook's: pushed)
             return
         task = self._scheduled.pop(uri, None)
         if task is not None:
