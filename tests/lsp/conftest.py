@@ -38,6 +38,8 @@ def capabilities(pull=False, resolve=True, document_changes=True, encodings=None
             apply_edit=apply_edit,
             workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes)),
         general=types.GeneralClientCapabilities(position_encodings=encodings) if encodings else None,
+        notebook_document=types.NotebookDocumentClientCapabilities(     # (as VS Code: notebooks synced)
+            synchronization=types.NotebookDocumentSyncClientCapabilities()),
     )
 
 

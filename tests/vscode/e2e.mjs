@@ -7,7 +7,8 @@
 //   (e) the stack doctor: the status bar item's verdict and the report document opened by
 //       "Horovodize: Show Horovod stack report (doctor)" (interpreter, versions, fixes)
 // and saves a screenshot of each step. Scenario "doctor" runs only (e) (after the status
-// bar shows the file's loop, i.e. the server runs). Usage: node e2e.mjs CONFIG.json (written by
+// bar shows the file's loop, i.e. the server runs); scenario "notebook" a notebook's cell
+// diagnostic and its whole-notebook conversion (see notebookScenario). Usage: node e2e.mjs CONFIG.json (written by
 // test_vscode_e2e.py). Exit code 0 on success; on failure the reason is printed, a
 // screenshot is written to config.failureScreenshot and the exit code is 1.
 
@@ -91,7 +92,7 @@ async function runCommand(page, label) {
   await input.press('Enter');
 }
 
-async function openFile(page, name) {
+async function openFile(page, name, { notebook = false } = {}) {
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await input.waitFor({ state: 'visible', timeout: T.short });
@@ -107,6 +108,7 @@ async function openFile(page, name) {
     const label = await page.locator('.tabs-container .tab.active').first().getAttribute('aria-label');
     return label !== null && (label === name || label.startsWith(`${name},`) || label.startsWith(`${name} `));
   });
+  if (notebook) return; // (a notebook editor: its cells are waited for by the caller)
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: T.short });
   // Focus the text area so keyboard shortcuts go to the editor.
   await page.locator('.editor-instance .monaco-editor .view-lines').first().click({ position: { x: 5, y: 5 } });
@@ -298,6 +300,50 @@ async function scenario(page) {
   await doctorStep(page);
 }
 
+// Scenario "notebook": a Jupyter notebook in code-server's built-in notebook editor (no
+// kernel): the HVD100 diagnostic of its loop cell in the Problems panel at the cell's own
+// line and column, then "Horovodize: Make file Horovod-distributed" on the notebook and a
+// save (the test compares the saved cells with `horovodize convert`).
+async function notebookScenario(page) {
+  const nb = cfg.notebook;
+  await openWorkbench(page);
+  await openFile(page, nb.name, { notebook: true });
+  await page.locator('.notebook-editor .monaco-editor .view-lines').first().waitFor({ timeout: T.mid }).catch(() =>
+    fail(`${nb.name} did not open in the notebook editor (is the built-in ipynb extension there?)`));
+  log(`${nb.name} open in the notebook editor`);
+  await runCommand(page, 'View: Focus Problems');
+  await page.locator('.markers-panel').waitFor({ timeout: T.short });
+  const want = nb.hvd100;
+  const row = await poll(`HVD100 in the Problems panel at the cell's Ln ${want.line}, Col ${want.column}`, async () =>
+    (await problems(page)).find((p) => /\bHVD100\b/.test(p.text) && p.line === want.line && p.column === want.column), 2 * T.mid)
+    .catch(async (err) => {
+      const rows = await problems(page);
+      fail(`${err.message}; the Problems panel shows:\n${rows.map((p) => `    ${p.text}`).join('\n')}`);
+    });
+  const all = await problems(page);
+  log(`Problems panel:\n${all.map((p) => `    ${p.text}`).join('\n')}`);
+  if (!/horovodize/.test(row.text)) fail(`HVD100 row does not name the source horovodize: ${row.text}`);
+  if (all.some((p) => /^[%!]/.test(p.text))) fail('a magic is reported');
+  await dismissNotifications(page);
+  await shot(page, 'vscode-notebook-problems.png');
+
+  // the whole-notebook conversion from the command palette, with a code cell focused
+  await page.locator('.notebook-editor .monaco-editor .view-lines').first().click({ position: { x: 5, y: 5 } });
+  await runCommand(page, 'Horovodize: Make file Horovod-distributed');
+  await poll(`${nb.name} to become dirty (the server's workspace/applyEdit)`,
+    async () => (await page.locator('.tabs-container .tab.active.dirty').count()) > 0);
+  const text = await poll('the set-up in the imports\' cell', async () => {
+    const cells = await page.locator('.notebook-editor .monaco-editor .view-lines').allInnerTexts();
+    const t = cells.join('\n').replace(/\u00a0/g, ' ');
+    return t.includes('import horovod.tensorflow as hvd') ? t : false;
+  }, T.short);
+  log(`notebook after the conversion: ${text.includes('DistributedGradientTape') ? 'DistributedGradientTape shown' : '(loop cell not rendered)'}`);
+  await shot(page, 'vscode-notebook-converted.png');
+  await page.keyboard.press('Control+S');
+  await poll(`${nb.name} to be saved`, async () => (await page.locator('.tabs-container .tab.active.dirty').count()) === 0);
+  log(`${nb.name} saved`);
+}
+
 // ------------------------------------------------------------------ main
 
 let context;
@@ -316,7 +362,8 @@ try {
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(T.mid);
   page.on('pageerror', (err) => log(`page error: ${err.message}`));
-  await (cfg.scenario === 'doctor' ? doctorScenario(page) : scenario(page));
+  const run = { doctor: doctorScenario, notebook: notebookScenario }[cfg.scenario] ?? scenario;
+  await run(page);
   log('all checks passed');
 } catch (err) {
   code = 1;

@@ -48,6 +48,8 @@ IMAGES = Path(os.environ.get("HOROVODIZE_E2E_SCREENSHOTS")
 VSCE = ROOT / "vscode-client" / "node_modules" / ".bin" / "vsce"
 
 RESTRICTION = "HVD-R4"  # a print with a side effect (a walrus) in TRAIN_PY
+NOTEBOOK = ROOT / "tests" / "notebooks" / "tape_loop.ipynb"   # magics, markdown and raw cells, outputs
+NOTEBOOK_TIMEOUT = 180     # seconds for the notebook session (its own waits fail sooner, with a screenshot)
 SCRIPT_TIMEOUT = int(os.environ.get("HOROVODIZE_E2E_TIMEOUT", "420"))  # seconds for the browser session
 
 # A single-GPU GradientTape program with a restriction violation: a print whose argument
@@ -260,6 +262,7 @@ def workspace(tmp_path_factory, vscode_env) -> dict[str, Path]:
     (ws / "train.py").write_text(TRAIN_PY, encoding="utf-8")
     (ws / "keras_train.py").write_text(KERAS_TRAIN_PY, encoding="utf-8")
     (ws / ".vscode" / "settings.json").write_text("{}\n", encoding="utf-8")   # no horovodize.interpreter
+    shutil.copyfile(NOTEBOOK, ws / "tape.ipynb")
     expected = base / "expected"
     expected.mkdir()
     for name in ("train.py", "keras_train.py"):
@@ -387,7 +390,7 @@ def code_server(request, vscode_env, workspace):
 
 
 # ------------------------------------------------------------------ the tests
-def run_script(tmp_path, code_server, config: dict) -> str:
+def run_script(tmp_path, code_server, config: dict, timeout: int | None = None) -> str:
     """Run e2e.mjs with ``config``; its output, or a test failure with the logs."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     config = dict(config, url=code_server["url"], chromium=str(CHROMIUM), screenshots=str(IMAGES),
@@ -399,11 +402,11 @@ def run_script(tmp_path, code_server, config: dict) -> str:
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=SCRIPT_TIMEOUT)
+        out, _ = proc.communicate(timeout=timeout or SCRIPT_TIMEOUT)
     except subprocess.TimeoutExpired:
         kill_tree(proc)
         out, _ = proc.communicate()
-        out += f"\n(e2e.mjs killed after {SCRIPT_TIMEOUT} s)"
+        out += f"\n(e2e.mjs killed after {timeout or SCRIPT_TIMEOUT} s)"
     finally:
         kill_tree(proc)  # Chromium runs in its own process group: make sure it is gone
 
@@ -474,3 +477,37 @@ def test_python_extension_interpreter(request, tmp_path):
             f"  fix: HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 {selected} -m pip install --no-cache-dir horovod==0.28.1",
         ]),
     })
+
+
+def code_cells(text: str) -> list[str]:
+    nb = json.loads(text)
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def test_notebook_in_code_server(request, tmp_path):
+    """A .ipynb in code-server's built-in notebook editor (no kernel): the loop's HVD100 in
+    the Problems panel at its line and column in its cell, then the whole-notebook
+    conversion from the command palette; the saved code cells are `horovodize convert`'s."""
+    require_env()
+    workspace = request.getfixturevalue("workspace")
+    code_server = request.getfixturevalue("code_server")
+    vscode_env = request.getfixturevalue("vscode_env")
+    ws = workspace["ws"]
+    ipynb = ws / "tape.ipynb"
+    shutil.copyfile(NOTEBOOK, ipynb)          # (fresh: another test may have run on the workspace)
+    check = subprocess.run([str(vscode_env["horovodize"]), "check", "--format", "json", "tape.ipynb"], cwd=ws,
+                           capture_output=True, text=True, timeout=120)
+    hvd100 = next(f for f in json.loads(check.stdout) if f["code"] == "HVD100")
+    converted = subprocess.run([str(vscode_env["horovodize"]), "convert", "tape.ipynb"], cwd=ws,
+                               capture_output=True, text=True, timeout=120)
+    assert converted.returncode == 0, converted.stderr
+    expected = code_cells(converted.stdout)
+    assert expected != code_cells(ipynb.read_text(encoding="utf-8"))
+    run_script(tmp_path, code_server, {
+        "scenario": "notebook",
+        "workspace": str(ws),
+        "notebook": {"name": "tape.ipynb", "hvd100": {"line": hvd100["line"], "column": hvd100["column"]}},
+    }, timeout=NOTEBOOK_TIMEOUT)
+    saved = code_cells(ipynb.read_text(encoding="utf-8"))
+    assert saved == expected

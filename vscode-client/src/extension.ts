@@ -26,6 +26,7 @@ import {
 
 const SECTION = 'horovodize';
 const SERVER_CONVERT_COMMAND = 'horovodize.convertFile';
+const NOTEBOOK_CELLS = { notebook: 'jupyter-notebook', language: 'python' };
 
 interface FileInfoParams {
   uri: string;
@@ -315,6 +316,10 @@ async function doStart(): Promise<void> {
     documentSelector: [
       { scheme: 'file', language: 'python' },
       { scheme: 'untitled', language: 'python' },
+      // Jupyter notebooks' Python cells: synced through the server's notebookDocumentSync
+      // (one notebookDocument/* stream per notebook; the cells are one program), while
+      // hovers, code actions and pulled diagnostics are asked per cell document.
+      NOTEBOOK_CELLS,
     ],
     initializationOptions: { select: selectedRules(), python: interpreter.path },
     outputChannel: output,
@@ -402,9 +407,13 @@ async function runningClient(): Promise<LanguageClient | undefined> {
 }
 
 async function makeDistributed(uri?: vscode.Uri): Promise<void> {
-  const target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+  // In a notebook: the notebook (the server converts all its cells; a cell's uri works too).
+  const target =
+    uri instanceof vscode.Uri
+      ? uri
+      : (vscode.window.activeNotebookEditor?.notebook.uri ?? vscode.window.activeTextEditor?.document.uri);
   if (!target) {
-    void vscode.window.showWarningMessage('Horovodize: open a Python file first.');
+    void vscode.window.showWarningMessage('Horovodize: open a Python file or notebook first.');
     return;
   }
   const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString());

@@ -8,7 +8,8 @@ to per-cell edits (`Notebook.cell_edits`); `Notebook.converted` rewrites only th
 of each changed cell's ``source`` value, in the style it had (a list of lines or a string,
 its indentation, its escapes), so everything else stays byte-identical.
 
-Requires: parse (Source, Edit, ParseError, line_table), errors. Used by the CLI.
+Requires: parse (Source, Edit, ParseError, line_table), errors. Used by the CLI and, through
+`from_cells` (an editor's cells, no JSON), by the language server's `lsp.notebooks`.
 """
 
 from __future__ import annotations
@@ -111,8 +112,7 @@ class Notebook:
         of the cell they follow when they are the set-up (`setup`, after the imports) or
         indented (they continue that cell's block: a broadcast after a step function's
         `apply_gradients`)."""
-        by_cell = self.cell_edits([self._home(e) if e in setup or e.new_text[:1] in (" ", "\t") else e
-                                   for e in edits])
+        by_cell = self.cell_edits(self.placed(edits, setup))
         cells = {c.index: c for c in self.cells}
         out = {}
         for index, mine in by_cell.items():
@@ -120,6 +120,11 @@ class Notebook:
             if new != cells[index].text:
                 out[index] = new
         return out
+
+    def placed(self, edits: list[Edit], setup: list[Edit] = ()) -> list[Edit]:
+        """The edits with the set-up and indented lines that fall between two cells moved
+        to the end of the cell they follow (`converted_cells`)."""
+        return [self._home(e) if e in setup or e.new_text[:1] in (" ", "\t") else e for e in edits]
 
     def check_cells(self, new_cells: dict[int, str]) -> None:
         """Every changed cell must still parse on its own (magics masked): else ParseError."""
@@ -262,6 +267,12 @@ def load(raw: str, name: str = "<notebook>") -> Notebook:
     if not cells:
         raise UserError(f"{name}: no code cells")
     return _program(raw, cells, name)
+
+
+def from_cells(texts: list[str], name: str = "<notebook>") -> Notebook:
+    """The program of an editor's code cells (their texts, in order; no JSON): positions,
+    `cell_edits` and `placed` as for `load`'s, with `Cell.index` the position in `texts`."""
+    return _program("", [Cell(i, text, False, (0, 0)) for i, text in enumerate(texts)], name)
 
 
 def _program(raw: str, cells: list[Cell], name: str = "<notebook>") -> Notebook:

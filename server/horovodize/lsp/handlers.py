@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
 from ..parse.source import ParseError
-from . import convert, options
+from . import convert, notebooks, options
 from .convert import (
     CONVERT_FILE,
     FILE_INFO,
@@ -64,11 +64,30 @@ def did_close(ls: HorovodizeServer, params: types.DidCloseTextDocumentParams):
     ls.close(params.text_document.uri)
 
 
+# -- notebook synchronisation (the cells as one program: `notebooks`) -----------------------
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: HorovodizeServer, params: types.DidOpenNotebookDocumentParams):
+    notebooks.sync(ls, params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: HorovodizeServer, params: types.DidChangeNotebookDocumentParams):
+    notebooks.sync(ls, params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: HorovodizeServer, params: types.DidCloseNotebookDocumentParams):
+    ls.close(params.notebook_document.uri)
+
+
 # -- diagnostics (pull) -----------------------------------------------------------------
 @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
                 types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))
 async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParams):
-    entry = await current_analysis(ls, params.text_document.uri)
+    uri = params.text_document.uri
+    if notebooks.notebook_uri(ls, uri) is not None:     # a notebook's cell: its diagnostics are pushed
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    entry = await current_analysis(ls, uri)
     if entry is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     asyncio.get_running_loop().call_soon(ls.prime_later, entry)     # (after this answer is sent)
@@ -97,7 +116,8 @@ def _wants(only, kind: str) -> bool:
                                         resolve_provider=True))
 async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
     uri = params.text_document.uri
-    doc = ls.documents.get(uri)
+    target = notebooks.notebook_uri(ls, uri) or uri        # a notebook's cell: the notebook's analysis
+    doc = ls.documents.get(target)
     if doc is None:
         return None
     only = params.context.only
@@ -109,6 +129,13 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
             if data is None or data.get("version") != doc.version:
                 continue                                  # not ours, or made for another version
             for i, fix in enumerate(data.get("fixes") or []):
+                if doc.notebook is not None:
+                    edit = notebooks.fix_edit(ls, fix, doc.notebook) if isinstance(fix, dict) else None
+                    if edit is None:
+                        continue
+                    actions.append(convert.code_action(str(fix.get("title")), QUICK_FIX, diagnostics=[d],
+                                                       edit=edit, preferred=i == 0))
+                    continue
                 edits = convert.edits_from_json(fix.get("edits")) if isinstance(fix, dict) else None
                 if edits is None:
                     continue
@@ -119,10 +146,11 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
                 whole_file_for.append(d)
     if not (whole_file_for or _wants(only, SOURCE_FIX_ALL)):
         return actions
-    entry = await ls.analysis(uri)
+    entry = await ls.analysis(target)
     if entry is not None and entry.text is doc.text and entry.analysis.refused and whole_file_for:
         # All or nothing: the whole-file action shows, disabled, with the restriction that blocks it.
-        reasons = "; ".join(f"{c} (line {line}): {m}" for c, line, m in entry.analysis.refusal_reasons())
+        where = entry.notebook.located if entry.notebook is not None else "line {}".format
+        reasons = "; ".join(f"{c} ({where(line)}): {m}" for c, line, m in entry.analysis.refusal_reasons())
         actions.append(types.CodeAction(title=WHOLE_FILE_TITLE, kind=QUICK_FIX, diagnostics=whole_file_for,
                                         disabled=types.CodeActionDisabled(reason=f"a restriction blocks the training loop: {reasons}")))
         return actions
@@ -144,6 +172,8 @@ def _whole_file(ls: HorovodizeServer, entry, title: str, kind: str, diagnostics)
 
 
 def _conversion_edit(ls: HorovodizeServer, entry) -> types.WorkspaceEdit:
+    if entry.notebook is not None:        # each edit in its cell
+        return entry.notebook.conversion_edit(entry.analysis, ls.encoding, ls.document_changes)
     edits = convert.text_edits(entry.analysis.conversion_edits(), entry.text, ls.encoding)
     return convert.workspace_edit(entry.uri, entry.version, edits, ls.document_changes)
 
@@ -167,15 +197,26 @@ async def code_action_resolve(ls: HorovodizeServer, action: types.CodeAction):
 # -- hover ------------------------------------------------------------------------------
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: HorovodizeServer, params: types.HoverParams):
-    entry = await ls.analysis(params.text_document.uri)
+    uri = params.text_document.uri
+    entry = await ls.analysis(notebooks.notebook_uri(ls, uri) or uri)
     if entry is None:
         return None
-    offset = entry.text.offset(params.position, ls.encoding)
+    if entry.notebook is not None:
+        offset = notebooks.hover_offset(entry, uri, params.position, ls.encoding)
+        if offset is None:
+            return None
+    else:
+        offset = entry.text.offset(params.position, ls.encoding)
     select = ls.options.select
     found = [f for f in entry.analysis.findings
              if (select is None or f.code in select)
              and (f.start <= offset < f.end or f.start == offset == f.end)]
-    return convert.hover(found, entry.text, ls.encoding, ls.markdown) if found else None
+    if not found:
+        return None
+    answer = convert.hover(found, entry.text, ls.encoding, ls.markdown)
+    if entry.notebook is not None:        # the range in the cell the finding starts in
+        answer.range = entry.notebook.cell_range(found[0].start, found[0].end, ls.encoding)[1]
+    return answer
 
 
 # -- commands and custom requests -------------------------------------------------------
@@ -203,6 +244,7 @@ async def convert_file(ls: HorovodizeServer, *args):
     uri = _uri_arg(list(args))
     if uri is None:
         raise JsonRpcInvalidParams(f"{CONVERT_FILE} expects [uri] or [{{\"uri\": uri}}]")
+    uri = notebooks.notebook_uri(ls, uri) or uri           # a notebook's cell: the whole notebook
     name = _display(uri)
     entry = await current_analysis(ls, uri)
     if entry is None:
@@ -214,7 +256,8 @@ async def convert_file(ls: HorovodizeServer, *args):
     try:
         await ls.in_worker(entry.analysis.source.check_parses)   # the tree the analysis parsed
     except ParseError as e:
-        ls.show(f"{name}:{e.line}:{e.column}: {e.kind}: {e.message}", types.MessageType.Error)
+        where = f"{e.line}:{e.column}" if entry.notebook is None else entry.notebook.located(e.line)
+        ls.show(f"{name}:{where}: {e.kind}: {e.message}", types.MessageType.Error)
         return
     if not entry.analysis.conversion_edits():
         what = "already Horovod-distributed" if entry.analysis.distributed else "no TensorFlow training code to convert"
@@ -246,7 +289,7 @@ async def file_info(ls: HorovodizeServer, params):
     uri = _uri_arg(params)
     if uri is None:
         raise JsonRpcInvalidParams(f"{FILE_INFO} expects {{\"uri\": string}}")
-    entry = await current_analysis(ls, uri)
+    entry = await current_analysis(ls, notebooks.notebook_uri(ls, uri) or uri)
     if entry is None:
         return None
     return {"loopKind": entry.analysis.loop_kind, "distributed": entry.analysis.distributed}

@@ -15,6 +15,9 @@ read by the event loop itself, `stdio`): a burst of keystrokes publishes its las
 only, and a lone keystroke does not wait. Each document's `IndexMemo` (next to its parser) keeps the
 index pieces of the top-level statements the diff parser kept. Buffers over the size
 limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnostic.
+A notebook (`notebookDocument/*`) is one document here, keyed by its uri, whose text is
+its code cells' program (`lsp.notebooks.View`); its diagnostics are pushed per cell, also
+to a client that pulls (vscode-languageclient 9 never pulls for a notebook's cells).
 Nothing here imports or runs the user's code.
 
 Garbage collection: a 10k-line tree is some 10^5 long-lived objects, and CPython's full
@@ -52,6 +55,8 @@ from ..parse import fast_parse, splice_parse
 from ..parse.diff_parse import LineDiffParser
 from ..parse.source import GRAMMAR, Source, line_table
 from . import convert
+from .notebooks import SYNC as NOTEBOOK_SYNC
+from .notebooks import View, publish_cells
 from .options import Options
 from .text import UTF16, Text
 
@@ -71,6 +76,7 @@ class Document:
     uri: str
     version: int | None
     text: Text
+    notebook: View | None = None     # a notebook's cells, whose program `text` is
 
 
 @dataclass
@@ -85,6 +91,8 @@ class Entry:
     result_id: str
     too_large: str | None = None     # why the buffer was not analysed (over a size limit)
     fresh: bool = False              # analysed without the memo: `_prime` it once answered
+    notebook: View | None = None     # a notebook's version (`lsp.notebooks`) ...
+    cells: dict | None = None        # ... and its diagnostics per cell uri
 
 
 def over_limit(buffer: Text, options: Options) -> str | None:
@@ -225,7 +233,8 @@ def _collector_off():
 class HorovodizeServer(LanguageServer):
     def __init__(self):
         super().__init__("horovodize", __version__, protocol_cls=Protocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.options = Options()
         self.documents: dict[str, Document] = {}
         self.analyses: dict[str, Entry] = {}                          # latest per uri
@@ -276,8 +285,8 @@ class HorovodizeServer(LanguageServer):
         return not formats or types.MarkupKind.Markdown in formats
 
     # -- documents ---------------------------------------------------------------------
-    def open(self, uri: str, text: str, version: int | None) -> None:
-        self.documents[uri] = Document(uri, version, Text(text))
+    def open(self, uri: str, text: str, version: int | None, notebook: View | None = None) -> None:
+        self.documents[uri] = Document(uri, version, Text(text), notebook)
         self.schedule(uri)
 
     def change(self, uri: str, version: int | None, changes) -> None:
@@ -295,7 +304,8 @@ class HorovodizeServer(LanguageServer):
         self.schedule(uri)
 
     def close(self, uri: str) -> None:
-        self.documents.pop(uri, None)
+        doc = self.documents.pop(uri, None)
+        last = self._published.get(uri)
         task = self._scheduled.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -306,7 +316,11 @@ class HorovodizeServer(LanguageServer):
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
             self._parsers.pop(uri, None)
-        if not self.pull_diagnostics:
+        if doc is not None and doc.notebook is not None:         # clear each cell's (pushed)
+            cells = doc.notebook.cell_uris() + (last.notebook.cell_uris() if last and last.notebook else [])
+            for cell in dict.fromkeys(cells):
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=[]))
+        elif not self.pull_diagnostics:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- analyses ----------------------------------------------------------------------
@@ -351,7 +365,7 @@ class HorovodizeServer(LanguageServer):
             return Entry(uri, version, text, Analysis(Source("")), [types.Diagnostic(
                 range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
                 message=too_large, severity=types.DiagnosticSeverity.Information, source=convert.SOURCE)],
-                str(next(self._result_ids)), too_large)
+                str(next(self._result_ids)), too_large, notebook=doc.notebook)
         started = time.perf_counter()
         log.info("analysing %s version %s", uri, version)
         with _collector_off():
@@ -368,8 +382,12 @@ class HorovodizeServer(LanguageServer):
             except Cancelled:
                 log.info("cancelled %s version %s after %.0f ms", uri, version, (time.perf_counter() - started) * 1000)
                 return None
-            diagnostics = convert.diagnostics(analysis, text, encoding, uri, version, options)
-        entry = Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)), fresh=fresh)
+            if doc.notebook is None:
+                diagnostics, cells = convert.diagnostics(analysis, text, encoding, uri, version, options), None
+            else:
+                diagnostics, cells = [], doc.notebook.diagnostics(analysis, encoding, options)
+        entry = Entry(uri, version, text, analysis, diagnostics, str(next(self._result_ids)), fresh=fresh,
+                      notebook=doc.notebook, cells=cells)
         # (the responsiveness tests count these lines: N keystrokes must not mean N analyses)
         log.info("analysed %s version %s in %.0f ms (parse %.0f ms; %s)", uri, version,
                  (time.perf_counter() - started) * 1000, (parsed - started) * 1000,
@@ -466,7 +484,8 @@ class HorovodizeServer(LanguageServer):
         return False
 
     def schedule(self, uri: str) -> None:
-        if self.pull_diagnostics:
+        doc = self.documents.get(uri)
+        if self.pull_diagnostics and (doc is None or doc.notebook is None):    # (a notebook's: pushed)
             return
         task = self._scheduled.pop(uri, None)
         if task is not None:
@@ -488,11 +507,15 @@ class HorovodizeServer(LanguageServer):
         doc = self.documents.get(uri)
         if entry is None or doc is None or doc.text is not entry.text:
             return                                          # never publish a stale version
-        if self._published.get(uri) is entry:
+        previous = self._published.get(uri)
+        if previous is entry:
             return
         self._published[uri] = entry
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=entry.version, diagnostics=entry.diagnostics))
+        if entry.notebook is not None:
+            publish_cells(self, entry, previous)
+        else:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, version=entry.version, diagnostics=entry.diagnostics))
         self.prime_later(entry)
 
     async def in_worker(self, fn, *args):
