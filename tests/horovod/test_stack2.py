@@ -41,7 +41,7 @@ def run_converted(name, tmp_path):
 def test_fit_with_callbacks_on_tf216_tf_keras(horovodize_exe, tmp_path):
     text, run, info = run_converted("stack2_keras_fit.py", tmp_path)
     assert "import tf_keras as keras\nfrom tf_keras import layers\n" in text
-    assert "MetricAverageCallback()," in text and "hvd.callbacks.MetricAverageCallback" not in text
+    assert "MetricAverageCallback()," in text and "hvd.callbacks.MetricAverageCallback()" not in text
     reports = run.reports
     assert all(rep["keras"].startswith("tf_keras 2.16") for rep in reports.values()), info
     checksums = [reports[r]["checksum"] for r in range(SIZE)]
