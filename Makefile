@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # stale or missing build only means those modules run from their .py (never a wrong answer).
 NATIVE := server/horovodize/_native/manifest.json
 
-.PHONY: demo test test-fast test-horovod test-vscode venv native hvd-env vscode-env vsix bench clean
+.PHONY: demo test test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 vscode-env vsix bench clean
 
 # The venv in two steps: what the demo runs (the package, from source: seconds), then what
 # the suite, the bench and the compiled modules need on top.
@@ -54,6 +54,12 @@ vsix:
 hvd-env:
 	bash scripts/hvd_env.sh
 
+# The second stack (Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0, horovod 0.28.1 built
+# against them with Gloo): a Horovod build, so not part of `make test`. Build log:
+# .cache/hvd-venv-tf216.build.log.
+hvd-env-tf216:
+	nice -n 10 bash scripts/hvd_env.sh tf216
+
 # code-server, Chromium, playwright-core and the packaged .vsix for the real-editor test.
 vscode-env:
 	bash scripts/vscode_env.sh
@@ -69,6 +75,10 @@ test-fast: $(STAMP)
 # The Horovod run tier only: converted programs on 2 ranks (horovodrun --gloo), ~4-5 min.
 test-horovod: $(STAMP) hvd-env
 	$(PY) -m pytest -m horovod
+
+# The second-stack runs (converted Keras programs on TF 2.16 + tf_keras, 2 ranks) and its doctor verdict.
+test-stack2: $(STAMP) hvd-env-tf216
+	$(PY) -m pytest -m stack2
 
 # The real-editor test only (code-server + headless Chromium).
 test-vscode: $(STAMP) vscode-env

@@ -2,15 +2,37 @@
 # Create (once) the Horovod run environment used by the `horovod` test tier and
 # by `horovodize verify`:
 #   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI)
+# or, with the argument `tf216`, the second stack used by the `stack2` tests:
+#   .cache/hvd-venv-tf216 -- Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0 (and the
+#   Keras 3 that TF 2.16 pulls in), horovod 0.28.1 built from source against it (Gloo, no MPI);
+#   its build log is kept in .cache/hvd-venv-tf216.build.log.
 # Idempotent: a stamp file is written only after `horovodrun --check-build`
 # reports TensorFlow and Gloo, so a second run returns at once.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-VENV=.cache/hvd-venv
+PROFILE="${1:-tf215}"
+case "$PROFILE" in
+    tf215)
+        VENV=.cache/hvd-venv
+        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1)
+        ;;
+    tf216)
+        VENV=.cache/hvd-venv-tf216
+        # keras 3 is a dependency of TF 2.16 (`import keras` is Keras 3 there); tf_keras is
+        # the Keras 2 that TF_USE_LEGACY_KERAS=1 selects. Every version is pinned.
+        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.16.2 tf_keras==2.16.0 keras==3.15.1
+                 tensorboard==2.16.2 ml-dtypes==0.3.2 h5py==3.11.0 protobuf==4.25.3)
+        ;;
+    *) echo "hvd-env: unknown profile $PROFILE (tf215 or tf216)" >&2; exit 2 ;;
+esac
 # Bump this key whenever a pin below changes: it invalidates the stamp.
-KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 gloo v1"
+if [[ "$PROFILE" == tf215 ]]; then
+    KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 gloo v1"
+else
+    KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1 gloo v1"
+fi
 STAMP="$VENV/.hvd-env-ok"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" && -x "$VENV/bin/horovodrun" ]]; then
@@ -19,6 +41,13 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" && -x "$VENV/bin/horovodrun" ]]
 fi
 
 log() { echo "hvd-env: $*"; }
+
+# The second stack keeps its build log (a build, not a cached install, is what may fail there).
+if [[ "$PROFILE" == tf216 ]]; then
+    mkdir -p .cache
+    exec > >(tee .cache/hvd-venv-tf216.build.log) 2>&1
+    log "$(date -u '+%F %T UTC'): building $VENV ($KEY)"
+fi
 
 # --- system build tools (only when missing) --------------------------------
 missing=()
@@ -78,7 +107,7 @@ log "installing build dependencies and TensorFlow"
 "${PIP[@]}" install -q \
     setuptools==69.5.1 wheel==0.43.0 packaging==24.0 \
     psutil==5.9.8 cloudpickle==3.0.0 pyyaml==6.0.1 cffi==1.16.0 \
-    numpy==1.26.4 tensorflow-cpu==2.15.1
+    "${TF_PINS[@]}"
 
 # Build horovod only when it is missing or lacks the TensorFlow/Gloo ops.
 if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horovod.__version__ == "0.28.1"; assert h.gloo_built()' 2>/dev/null; then

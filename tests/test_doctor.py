@@ -190,3 +190,58 @@ def test_hvd_venv_is_ready():
     assert rep["build"]["controllers"]["Gloo"] is True
     assert not titles(rep, "error") and not titles(rep, "warning")
     assert rep["summary"].startswith("ready: TensorFlow 2.15.1, Keras 2.15.0, Horovod 0.28.1 (TensorFlow, Gloo")
+
+
+# -- TF >= 2.16: the verdict from the run probe ---------------------------------------------------
+def _tf216_report(runs):
+    build = doctor.Build("0.28.1", {"TensorFlow": True}, {"Gloo": True}, {"Gloo": True})
+    return doctor.Report(python="/env/bin/python", python_version="3.11.9", tensorflow="2.16.2",
+                         tensorflow_dist="tensorflow-cpu", keras="3.15.1", tf_keras="2.16.0", horovod="0.28.1",
+                         tf_use_legacy_keras="1", build=build, runs=runs)
+
+
+def test_tf216_verdict_comes_from_the_run_probe():
+    ok = dict.fromkeys(doctor.PROBED, "ok")
+    report = _tf216_report(ok)
+    report.findings = list(doctor.diagnose(report))
+    assert report.ready and not [f for f in report.findings if f.severity in ("error", "warning")]
+    # Horovod's callbacks failing (as on TF 2.16.2 + tf_keras): ready, and the fix is the tf_keras target
+    report = _tf216_report(dict(ok, metric_average="AttributeError: module 'keras.backend' has no attribute 'constant'",
+                                warmup="AttributeError: module 'keras.backend' has no attribute 'get_value'"))
+    report.findings = list(doctor.diagnose(report))
+    [warn] = [f for f in report.findings if f.severity == "warning"]
+    assert report.ready and warn.title == "Horovod's Keras callbacks fail on this TensorFlow"
+    assert "'constant'" in warn.detail and "'get_value'" in warn.detail
+    assert warn.fix[0].startswith("horovodize convert --keras-target tf_keras FILE")
+    # the tape failing (metadata says nothing of it): not ready, pin TensorFlow and rebuild Horovod
+    report = _tf216_report(dict(ok, tape="AttributeError: 'Variable' object has no attribute 'ref'"))
+    report.findings = list(doctor.diagnose(report))
+    [err] = [f for f in report.findings if f.severity == "error"]
+    assert not report.ready and "'ref'" in err.detail and "DistributedGradientTape" in err.detail
+    assert err.fix[0] == "/env/bin/python -m pip install 'tensorflow<2.16'" and "horovod==0.28.1" in err.fix[1]
+    assert "Runs (probed)" in doctor.render(report) and "tape: fails" in doctor.render(report)
+
+
+STACK2_PYTHON = ROOT / ".cache" / "hvd-venv-tf216" / "bin" / "python"
+
+
+@pytest.mark.horovod
+@pytest.mark.stack2
+@pytest.mark.skipif(not STACK2_PYTHON.exists(), reason=f"second stack not built ({STACK2_PYTHON.parent.parent}): "
+                    "run `make hvd-env-tf216` (a Horovod build) or `make test-stack2`")
+def test_stack2_verdict_from_what_runs():
+    """TF 2.16.2 + tf_keras 2.16.0 + Horovod 0.28.1: the probe trains with DistributedOptimizer,
+    the broadcast callback and the tape (ready), and finds Horovod's callbacks failing (a
+    warning whose fix is the tf_keras conversion target). Without TF_USE_LEGACY_KERAS=1 in
+    the environment, the same plus the variable's warning."""
+    proc, rep = doctor_cli(STACK2_PYTHON, TF_USE_LEGACY_KERAS="1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rep["verdict"] == "ready" and rep["summary"].startswith(
+        "ready: TensorFlow 2.16.2, tf_keras 2.16.0, Horovod 0.28.1 (TensorFlow, Gloo")
+    runs = rep["runs"]
+    assert {k: runs[k] for k in ("import", "fit", "tape")} == {"import": "ok", "fit": "ok", "tape": "ok"}, runs
+    assert runs["metric_average"] == "AttributeError: module 'keras.backend' has no attribute 'constant'", runs
+    assert "has no attribute 'get_value'" in runs["warmup"], runs
+    assert titles(rep, "warning") == ["Horovod's Keras callbacks fail on this TensorFlow"]
+    assert fixes(rep)[0].startswith("horovodize convert --keras-target tf_keras FILE")
+    assert not titles(rep, "error")

@@ -19,6 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 DEFAULT_HVD_PYTHON = REPO / ".cache" / "hvd-venv" / "bin" / "python"
+# The second stack (`make hvd-env-tf216`): TF 2.16.2 + tf_keras 2.16.0 + horovod 0.28.1 (Gloo).
+STACK2_PYTHON = REPO / ".cache" / "hvd-venv-tf216" / "bin" / "python"
 RUN_TIMEOUT = float(os.environ.get("HOROVODIZE_RUN_TIMEOUT", "240"))
 
 # horovodrun --gloo prefixes each line with "[<rank>]<stdout>:" or "[<rank>]<stderr>:".
@@ -30,9 +32,9 @@ def hvd_python() -> Path:
     return Path(os.environ.get("HOROVODIZE_HVD_PYTHON") or DEFAULT_HVD_PYTHON)
 
 
-def require_hvd_env() -> tuple[Path, Path]:
-    """(python, horovodrun) of the Horovod venv; a clear failure when it is missing."""
-    py = hvd_python()
+def require_hvd_env(python: Path | None = None) -> tuple[Path, Path]:
+    """(python, horovodrun) of the Horovod venv (or of `python`'s); a clear failure when it is missing."""
+    py = python or hvd_python()
     run = py.parent / "horovodrun"
     if not py.exists() or not run.exists():
         raise RuntimeError(
@@ -48,9 +50,9 @@ def horovodize_cli() -> Path:
     return exe
 
 
-def convert(program: Path, out: Path) -> Path:
-    """`horovodize convert PROGRAM -o OUT` through the console script."""
-    proc = subprocess.run([str(horovodize_cli()), "convert", str(program), "-o", str(out)],
+def convert(program: Path, out: Path, args: tuple[str, ...] = ()) -> Path:
+    """`horovodize convert PROGRAM -o OUT [ARGS]` through the console script."""
+    proc = subprocess.run([str(horovodize_cli()), "convert", *args, str(program), "-o", str(out)],
                           check=False, capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise AssertionError(f"horovodize convert {program.name} exited {proc.returncode}:\n{proc.stderr}")
@@ -84,8 +86,8 @@ def split_ranks(output: str) -> tuple[dict, dict]:
             {r: "\n".join(v) for r, v in streams["stderr"].items()})
 
 
-def run_env(report_dir: Path, out_dir: Path, extra: dict | None = None) -> dict:
-    py, _ = require_hvd_env()
+def run_env(report_dir: Path, out_dir: Path, extra: dict | None = None, python: Path | None = None) -> dict:
+    py, _ = require_hvd_env(python)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env.update({
         "PATH": f"{py.parent}{os.pathsep}{env.get('PATH', '')}",
@@ -100,16 +102,18 @@ def run_env(report_dir: Path, out_dir: Path, extra: dict | None = None) -> dict:
 
 
 def horovodrun(script: Path, workdir: Path, np: int = 2, timeout: float = RUN_TIMEOUT,
-               args: list[str] | None = None, out_dir: Path | None = None, env: dict | None = None) -> RankRun:
+               args: list[str] | None = None, out_dir: Path | None = None, env: dict | None = None,
+               python: Path | None = None) -> RankRun:
     """Run SCRIPT with `horovodrun -np N -H localhost:N --gloo`; reports land in WORKDIR/reports,
-    files the program writes in OUT_DIR (default WORKDIR/out); `env` adds variables."""
-    py, run = require_hvd_env()
+    files the program writes in OUT_DIR (default WORKDIR/out); `env` adds variables; `python`
+    picks another Horovod venv than the pinned one (the second stack)."""
+    py, run = require_hvd_env(python)
     report_dir, out_dir = workdir / "reports", out_dir or workdir / "out"
     report_dir.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = [str(run), "-np", str(np), "-H", f"localhost:{np}", "--gloo", str(py), str(script), *(args or [])]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=workdir, env=run_env(report_dir, out_dir, env), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=workdir, env=run_env(report_dir, out_dir, env, python), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
     timed_out = False
     try:

@@ -2,7 +2,8 @@
 ``<case>.expected.py`` its whole-file conversion (`horovodize.engine.convert_text`).
 
 Cases named ``negative_*`` are already distributed (or outside the rule): the conversion
-leaves them byte-identical and the rule reports nothing. Every other case must exercise
+leaves them byte-identical and the rule reports nothing. Cases named ``tf_keras_*`` are
+converted for the tf_keras Keras target (``--keras-target tf_keras``, TensorFlow >= 2.16). Every other case must exercise
 the rule of its directory. ``pytest --update-goldens`` rewrites the expected files.
 """
 
@@ -30,6 +31,11 @@ def read(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
+def target(case: Path) -> str:
+    """The Keras target a case is converted for (rules/keras_target.py)."""
+    return "tf_keras" if case.stem.startswith("tf_keras_") else "tf.keras"
+
+
 def case_id(case: Path) -> str:
     return f"{case.parent.name}/{case.stem}"
 
@@ -42,7 +48,7 @@ def parses(text: str) -> None:
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_golden(case: Path, update_goldens: bool) -> None:
     before = read(case)
-    after = convert_text(before)
+    after = convert_text(before, target(case))
     expected = expected_path(case)
     if update_goldens:
         expected.write_bytes(after.encode("utf-8"))
@@ -54,11 +60,11 @@ def test_golden(case: Path, update_goldens: bool) -> None:
 def test_golden_exercises_its_rule(case: Path) -> None:
     code = case.parent.name
     before = read(case)
-    analysis = analyze(before)
+    analysis = analyze(before, keras_target=target(case))
     reported = {f.code for f in analysis.rule_sites} | {f.code for f in analysis.findings if f.code in WARNING_RULES}
     if case.stem.startswith("negative_"):
         assert code not in reported
-        assert convert_text(before) == before
+        assert convert_text(before, target(case)) == before
     else:
         assert code in reported, f"{case_id(case)} does not exercise {code}: {sorted(reported)}"
 
@@ -68,14 +74,14 @@ def test_expected_is_distributed_and_stable(case: Path) -> None:
     """The expected output parses, compiles, and converting it again changes nothing."""
     expected = read(expected_path(case))
     parses(expected)
-    assert convert_text(expected) == expected
+    assert convert_text(expected, target(case)) == expected
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.stem.startswith("negative_")], ids=case_id)
 def test_each_quick_fix_alone_parses(case: Path) -> None:
     """Every site's own quick fix (with the shared set-up it needs) gives runnable Python."""
     before = read(case)
-    analysis = analyze(before)
+    analysis = analyze(before, keras_target=target(case))
     for finding in analysis.rule_sites:
         for fix in [finding.fix, *finding.alternatives]:
             parses(apply_edits(before, analysis.fix_edits(fix)))

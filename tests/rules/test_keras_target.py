@@ -188,3 +188,12 @@ def test_cli_keras_target_flag(tmp_path, capsys):
     assert "import Keras 2 (tf_keras)" in out.err
     assert cli.main(["convert", str(path)]) == 0
     assert capsys.readouterr().out.startswith("from tensorflow import keras\n")
+
+
+def test_tf_keras_fix_title_names_the_rewritten_import_only():
+    """The tf_keras target inserts TF_USE_LEGACY_KERAS=1 above the first import: the fix's
+    title shows that import rewritten, not the two texts spliced."""
+    text = (FIXTURES / "HVD090" / "import_keras_fit.py").read_text()
+    [found] = [f for f in analyze(text, keras_target="tf_keras").findings if f.code == "HVD090"]
+    assert found.fix.title == "import Keras 2 (tf_keras): `import tf_keras as keras`"
+    assert [e.new_text for e in found.fix.edits][1] == "import tf_keras as keras"

@@ -6,6 +6,11 @@ and Horovod's TensorFlow ops exist only when it was compiled against the install
 TensorFlow. The doctor reads the interpreter's package metadata in a subprocess (nothing
 here imports TensorFlow or Horovod), asks ``horovodrun --check-build`` what Horovod was built
 with, and turns each incompatibility into a finding with the exact command that fixes it.
+On TensorFlow >= 2.16 with tf_keras and a built Horovod the verdict comes from what runs: a
+one-process probe (`_RUN_PROBE`, ``TF_USE_LEGACY_KERAS=1``) trains a tiny tf_keras model
+with each Horovod feature the conversion emits and says which work (on TF 2.16.2 + tf_keras
+2.16.0 + Horovod 0.28.1: DistributedOptimizer, the broadcast callback and the tape do;
+Horovod's MetricAverageCallback and LearningRateWarmupCallback do not, they call Keras 3).
 The language server runs it once for the editor's interpreter (``lsp/doctor.py``).
 """
 
@@ -22,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 HOROVOD_RELEASE = "0.28.1"          # the last Horovod release; what the install lines pin
 PROBE_TIMEOUT = 60
+RUN_PROBE_TIMEOUT = 300             # imports TensorFlow and trains four tiny models
 CHECK_BUILD_TIMEOUT = 180           # loads TensorFlow (and every other framework Horovod found)
 
 # Distributions that provide the `tensorflow` module, in the order they are reported.
@@ -55,6 +61,59 @@ print(json.dumps({
 """ % ((TF_DISTS + OTHER_DISTS),)
 
 
+# Runs in the inspected interpreter, one process (Horovod of size 1), TF_USE_LEGACY_KERAS=1:
+# each Horovod feature the conversion may emit, tried on a tf_keras model; prints
+# {feature: "ok" | "<Error>: <message>"} as its last line.
+_RUN_PROBE = r"""
+import json, os, sys
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "ok"
+    except BaseException as e:
+        out[name] = ("%s: %s" % (type(e).__name__, e)).splitlines()[0][:300]
+def imports():
+    global tf, keras, hvd, hvd_tf
+    import tensorflow as tf
+    import tf_keras as keras
+    import horovod.tensorflow.keras as hvd
+    import horovod.tensorflow as hvd_tf
+    hvd.init()
+def fit(*callbacks):
+    x = tf.random.normal((16, 4))
+    y = tf.random.normal((16, 1))
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)] + [c() for c in callbacks])
+def tape():
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+    opt = keras.optimizers.SGD(0.01)
+    with tf.GradientTape() as t:
+        loss = tf.reduce_mean(model(tf.random.normal((8, 4))) ** 2)
+    t = hvd_tf.DistributedGradientTape(t)
+    grads = t.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    hvd_tf.broadcast_variables(model.variables, root_rank=0)
+    hvd_tf.broadcast_variables(opt.variables(), root_rank=0)
+attempt("import", imports)
+if out["import"] == "ok":
+    attempt("fit", fit)
+    attempt("tape", tape)
+    attempt("metric_average", lambda: fit(hvd.callbacks.MetricAverageCallback))
+    attempt("warmup", lambda: fit(lambda: hvd.callbacks.LearningRateWarmupCallback(initial_lr=0.01, warmup_epochs=1)))
+print(json.dumps(out))
+"""
+# What each probed feature is, as the doctor names it.
+PROBED = {"import": "import horovod.tensorflow.keras with tf_keras",
+          "fit": "fit with hvd.DistributedOptimizer and BroadcastGlobalVariablesCallback",
+          "tape": "hvd.DistributedGradientTape and broadcast_variables",
+          "metric_average": "hvd.callbacks.MetricAverageCallback",
+          "warmup": "hvd.callbacks.LearningRateWarmupCallback"}
+
+
 @dataclass
 class Finding:
     severity: str       # "error" (converted programs will not run), "warning", "info"
@@ -85,6 +144,7 @@ class Report:
     tf_use_legacy_keras: str | None = None
     horovodrun: str | None = None
     build: Build | None = None
+    runs: dict[str, str] | None = None   # the run probe (TF >= 2.16): feature -> "ok" or the error
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -228,8 +288,32 @@ def inspect(python: str, check_build: bool = True) -> Report:
             build_error = str(e)
         if build_error:
             report.findings.append(_broken_horovod(report, build_error))
+        elif _probes(report):
+            report.runs = run_probe(report.python, env)
     report.findings[:0] = list(diagnose(report))
     return report
+
+
+def _probes(report: Report) -> bool:
+    """The run probe is for TF >= 2.16 with tf_keras and a Horovod built with TensorFlow."""
+    return (version_tuple(report.tensorflow) >= (2, 16) and report.tf_keras is not None
+            and report.build is not None and bool(report.build.frameworks.get("TensorFlow")))
+
+
+def run_probe(python: str, env: dict) -> dict[str, str]:
+    """`_RUN_PROBE` in `python`: feature -> "ok" or its error line (a probe that dies is an
+    error of its "import" step)."""
+    try:
+        proc = subprocess.run([python, "-c", _RUN_PROBE], capture_output=True, text=True, timeout=RUN_PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL,
+                              env=dict(env, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
+                                       CUDA_VISIBLE_DEVICES=""))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"import": f"the probe did not finish: {e}"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"import": f"the probe died (exit {proc.returncode}): {_last_line(proc.stderr)}"}
 
 
 # -- the checks -----------------------------------------------------------------------------------
@@ -283,6 +367,8 @@ def diagnose(report: Report):
                               "TF_USE_LEGACY_KERAS=1 is set in the environment that runs horovodrun "
                               "(the doctor sees the environment it was started from).",
                               ["export TF_USE_LEGACY_KERAS=1"])
+            if report.runs is not None:
+                yield from _run_findings(report, pin_tf)
     elif report.keras and version_tuple(report.keras) >= (3,):
         yield Finding("error", f"Keras {report.keras} is installed with TensorFlow {tf}",
                       f"TensorFlow {_minor(tf)}'s tf.keras expects Keras {_minor(tf)}; Keras 3 breaks it "
@@ -319,6 +405,30 @@ def diagnose(report: Report):
                       [_reinstall_horovod(report, " HOROVOD_GPU_OPERATIONS=NCCL")])
 
 
+def _run_findings(report: Report, pin_tf: list[str]):
+    """The verdict of the run probe: training (fit, tape) failing is an error; Horovod's
+    callbacks failing is a warning whose fix is the tf_keras conversion target, which emits
+    a stand-in for the metric average and no warm-up callback."""
+    runs = report.runs or {}
+    broken = [k for k in ("import", "fit", "tape") if runs.get(k, "not run") != "ok"]
+    if broken:
+        first = broken[0]
+        yield Finding("error", f"Horovod {report.horovod} does not train tf_keras models here",
+                      f"{PROBED[first]}: {runs.get(first, 'not run')} (a one-process probe with "
+                      "TF_USE_LEGACY_KERAS=1).", pin_tf)
+        return
+    failing = [k for k in ("metric_average", "warmup") if runs.get(k) != "ok"]
+    if failing:
+        yield Finding("warning", "Horovod's Keras callbacks fail on this TensorFlow",
+                      "; ".join(f"{PROBED[k]}: {runs.get(k, 'not run')}" for k in failing)
+                      + f". Horovod {report.horovod}'s callbacks import `keras`, which is Keras 3 on TensorFlow "
+                      f"{_minor(report.tensorflow)}. fit with DistributedOptimizer, the broadcast callback and the "
+                      "tape run (probed).",
+                      ["horovodize convert --keras-target tf_keras FILE   # averages the metrics with its own "
+                       "callback, emits no warm-up callback",
+                       "# or: " + " && ".join(pin_tf)])
+
+
 # -- output ---------------------------------------------------------------------------------------
 def render(report: Report) -> str:
     def row(name, value):
@@ -338,6 +448,9 @@ def render(report: Report) -> str:
                 return ", ".join(n for n, ok in d.items() if ok) or "none"
             lines += [row("Horovod built with", f"frameworks: {names(b.frameworks)}; controllers: "
                                                 f"{names(b.controllers)}; operations: {names(b.operations)}")]
+        if report.runs is not None:
+            lines.append(row("Runs (probed)", "; ".join(f"{k}: {'ok' if v == 'ok' else 'fails'}"
+                                                        for k, v in report.runs.items())))
         lines.append("")
     lines.append(f"Verdict: {report.summary()}")
     for f in report.findings:

@@ -10,12 +10,15 @@ Requires: env (model bindings, or a name the file calls ``compile`` on), loop (f
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .keras_target import METRIC_AVERAGE, metric_average_class
+from .setup_imports import after_setup, tf_name
 
 RULES = {
     "HVD050": ("broadcast-callback", "Broadcast initial variables with a Horovod callback"),
@@ -154,7 +157,9 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             # (EarlyStopping on `loss`, ReduceLROnPlateau) decides the same on every rank.
             first = [broadcast]
             if (cbs.entries or not cbs.complete) and not any(e.kind == "metric_average" for e in cbs.entries):
-                first.append(f"{hvd}.callbacks.MetricAverageCallback()")
+                average, class_edits = _metric_average(ctx)
+                first += [average] if average else []
+                edits += class_edits
             if base is not None:
                 edits += _prepend(ctx, base, first)
             else:  # composition unknown here: broadcast first, the user's callbacks on every rank
@@ -169,6 +174,29 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                if any(broadcast in e.new_text for e in edits)
                else "a callback that writes files runs on every rank")
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
+
+
+def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
+    """The metric-average callback and the edits it needs: Horovod's on the tf.keras target; on
+    the tf_keras target (TF >= 2.16) Horovod's dies (it calls Keras 3's backend), so a small
+    class goes once after the set-up (`keras_target.metric_average_class`), or none when there
+    is no module-level set-up to put it after."""
+    if ctx.keras_target != "tf_keras":
+        return f"{ctx.hvd}.callbacks.MetricAverageCallback()", []
+    at = after_setup(ctx)
+    if at is None:
+        return None, []
+    name = METRIC_AVERAGE
+    while name in ctx.env.index.names:
+        name += "_"
+    keras = next((local for node in ctx.env.imports if node.parent.parent is ctx.source.module
+                  for local, full in import_bindings(node)
+                  if full in ("tf_keras", "keras", "keras_core", "tensorflow.keras")), None)
+    text = metric_average_class(name, keras or f"{tf_name(ctx)}.keras", ctx.hvd, tf_name(ctx),
+                                ctx.source.indent_unit)
+    blank = re.match(r"(?:[ \t]*(?:\r\n|\r|\n))*", ctx.source.text[at:]).group().count("\n") if at < len(ctx.source.text) else 2
+    text += "\n" * max(0, 2 - blank)       # two blank lines below it, with the file's own
+    return f"{name}()", [Edit(at, at, ctx.lines(text, ""))]
 
 
 def _base_literal(ctx: RuleContext, value, cbs):

@@ -12,10 +12,16 @@ Two targets:
   import x``, and ``os.environ["TF_USE_LEGACY_KERAS"] = "1"`` before the first import so
   that Horovod's own ``tf.keras`` is tf_keras too.
 
+On the tf_keras target the conversion also emits no Horovod callback that fails there:
+Horovod 0.28's ``hvd.callbacks.MetricAverageCallback`` (and its learning-rate warm-up) import
+``keras``, which is Keras 3 on TensorFlow >= 2.16 (``module 'keras.backend' has no attribute
+'constant'``); `metric_average_class` is the small equivalent inserted once after the set-up.
+
 Each edit replaces only the import's module name (``from`` imports) or the import statement
 (``import keras [as k]``); an ``import os, keras`` statement has only its keras item rewritten.
 
-Requires: parse (imports, source). Provides: `TARGETS`, `rewrite_edits`, `target_name`.
+Requires: parse (imports, source). Provides: `TARGETS`, `rewrite_edits`, `target_name`,
+`metric_average_class`.
 """
 
 from __future__ import annotations
@@ -88,4 +94,26 @@ def legacy_env_edit(source, first_import) -> Edit:
     return Edit(start, start, f"{indent}import os{nl}{indent}{LEGACY_ENV}{nl}")
 
 
-__all__ = ["TARGETS", "DEFAULT_TARGET", "rewrite_edits", "legacy_env_edit", "target_name"]
+METRIC_AVERAGE = "MetricAverageCallback"
+
+
+def metric_average_class(name: str, keras: str, hvd: str, tf: str, unit: str) -> str:
+    """The tf_keras target's stand-in for ``hvd.callbacks.MetricAverageCallback()``: a
+    ``keras.callbacks.Callback`` that averages the epoch's logs over the ranks with
+    ``hvd.allreduce``, in place, so the callbacks after it (and the History) see the same
+    values on every rank. Lines separated by ``\n``, unindented, two blank lines above;
+    `unit` is one indent level."""
+    return "\n".join([
+        "",
+        "",
+        f"class {name}({keras}.callbacks.Callback):",
+        f'{unit}"""hvd.callbacks.MetricAverageCallback for tf_keras (Horovod 0.28\'s calls Keras 3)."""',
+        "",
+        f"{unit}def on_epoch_end(self, epoch, logs=None):",
+        f"{unit * 2}for key in sorted(logs or {{}}):",
+        f"{unit * 3}logs[key] = float({hvd}.allreduce({tf}.constant(logs[key], {tf}.float64), name=f\"metric_{{key}}\"))",
+    ])
+
+
+__all__ = ["TARGETS", "DEFAULT_TARGET", "rewrite_edits", "legacy_env_edit", "target_name", "metric_average_class",
+           "METRIC_AVERAGE"]

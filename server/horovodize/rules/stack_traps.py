@@ -118,7 +118,9 @@ def _rewritten(source, node, edits) -> str:
     """The import statement `node` once `edits` (those inside it) are applied."""
     start, end = source.span(node)
     text = source.text[start:end]
-    for e in sorted((e for e in edits if start <= e.start and e.end <= end), key=lambda e: -e.start):
+    # (lines inserted above it, the tf_keras target's TF_USE_LEGACY_KERAS=1, are not part of it)
+    for e in sorted((e for e in edits if start <= e.start and e.end <= end and not e.start == e.end == start),
+                    key=lambda e: -e.start):
         text = text[:e.start - start] + e.new_text + text[e.end - start:]
     return text
 
