@@ -231,3 +231,46 @@ def test_report_names_the_keras_source_it_shards(tmp_path):
     proc = run("convert", "--format", "json", str(path))
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "done" and not point5["notes"]
+
+
+EPISODES = """import gym
+import tensorflow as tf
+
+env = gym.make("CartPole-v0")
+model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+optimizer = tf.keras.optimizers.Adam(learning_rate=0.01)
+running_reward = 0
+while True:
+    state = env.reset()
+    with tf.GradientTape() as tape:
+        for t in range(200):
+            probs = model(tf.convert_to_tensor([state], tf.float32))
+            state, reward, done, _ = env.step(int(tf.argmax(probs[0])))
+            if done:
+                break
+        loss = -tf.reduce_sum(probs)
+        grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    running_reward = 0.05 * t + 0.95 * running_reward
+    if running_reward > 195:
+        break
+"""
+
+
+def test_report_of_a_reinforcement_learning_loop_is_true(tmp_path):
+    # keras-io's actor-critic shape: no dataset (a gym environment makes each rank's episodes),
+    # so point 5 has nothing to divide; the gradients taken inside the tape's block are
+    # averaged by an allreduce, and point 3 says so rather than "wrap the tape"
+    path = tmp_path / "episodes.py"
+    path.write_text(EPISODES)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    points = {p["point"]: p for p in json.loads(proc.stderr.strip().splitlines()[-1])["points"]}
+    assert points[5]["status"] == "nothing to change", points[5]
+    assert "line 4: gym.make(...)" in points[5]["reason"]
+    assert [c["change"] for c in points[3]["changes"]] == ["Average the gradients with hvd.allreduce where they are taken"]
+    assert "hvd.allreduce(g) for g in grads]" in proc.stdout
+    # with a dataset the generic reason stays
+    path.write_text(EPISODES.replace('env = gym.make("CartPole-v0")', 'env = gym.make("CartPole-v0")\nds = tf.data.Dataset.range(3).repeat()'))
+    points = {p["point"]: p for p in json.loads(run("convert", "--format", "json", str(path)).stderr.strip().splitlines()[-1])["points"]}
+    assert points[5]["status"] != "nothing to change"

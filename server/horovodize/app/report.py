@@ -6,6 +6,7 @@ stdout stays the converted program; ``--format json`` for tools.
 from __future__ import annotations
 
 from ..engine import Analysis
+from ..parse.imports import import_bindings
 
 POINTS = [
     (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),
@@ -61,6 +62,9 @@ def build(analysis: Analysis, path: str = "") -> dict:
             status, why = "not applicable", "no training loop found"
         elif already and number in LOOP_POINTS:
             status, why = "already", "the program already does this with Horovod"
+        elif number == 5 and _episodes(analysis):
+            status, why = "nothing to change", (f"no dataset to divide: each rank trains on the episodes of its "
+                                                f"own environment ({_episodes(analysis)})")
         elif number == 5:
             status, why = "not done", ("no step bound (take, steps_per_epoch, steps) nor finite tf.data source "
                                        "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
@@ -85,6 +89,24 @@ def build(analysis: Analysis, path: str = "") -> dict:
                    "changes": reasons})
     points.sort(key=lambda p: p["point"])
     return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
+
+
+RL_MODULES = ("gym", "gymnasium")
+
+
+def _episodes(analysis: Analysis) -> str:
+    """``line N: gym.make(...)`` when the program has no dataset and makes its samples with a
+    reinforcement-learning environment (keras-io's actor-critic): there is no data to divide,
+    each rank's episodes are its own; '' otherwise."""
+    env = analysis.env
+    if env is None or any(b.role == "dataset" for b in env.with_role()):
+        return ""
+    aliases = {local for node in env.index.imports for local, full in import_bindings(node) if full in RL_MODULES}
+    for call in env.index.by_method.get("make", ()):
+        parts = (call.callee_dotted() or "").split(".")
+        if len(parts) == 2 and parts[0] in aliases:
+            return f"line {call.node.start_pos[0]}: {call.callee_dotted()}(...)"
+    return ""
 
 
 def _unique(changes: list[dict]) -> list[dict]:

@@ -60,7 +60,7 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
             yield finding(ctx, "HVD020", tape.stmt,
                           f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
                           "(DistributedOptimizer averages only in minimize)",
-                          Fix(RULES["HVD020"][1], [edit]))
+                          Fix(_title(edit), [edit]))
 
 
 def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
@@ -78,7 +78,16 @@ def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
         edit = _wrap_edit(ctx, tape, hvd)
         if edit is not None:
             yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
-                          Fix(RULES["HVD020"][1], [edit]))
+                          Fix(_title(edit), [edit]))
+
+
+ALLREDUCE_TITLE = "Average the gradients with hvd.allreduce where they are taken"
+
+
+def _title(edit: Edit) -> str:
+    """The fix says what it does: wrap the tape, or (gradients taken inside the ``with``
+    block) average the gradients right after they are taken."""
+    return ALLREDUCE_TITLE if ".allreduce(" in edit.new_text else RULES["HVD020"][1]
 
 
 def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
