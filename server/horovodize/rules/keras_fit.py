@@ -1,6 +1,7 @@
 """Keras ``fit`` rules: broadcast the initial state with
 ``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, then
-``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks, steering callbacks on every
+``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks (and alone after the
+broadcast when the ``History`` fit returns is read), steering callbacks on every
 rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051):
 ``verbose`` of ``fit``/``evaluate``/``predict`` and of the steering callbacks that run on every
 rank (``EarlyStopping(verbose=1)``), and ``tqdm``/``trange`` bars (``disable=hvd.rank() != 0``).
@@ -137,13 +138,16 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
     arg = _arg(call, "callbacks", CALLBACKS_POS)
     edits: list[Edit] = []
+    # a History that is read (plotted, printed, compared) holds the metrics averaged over the
+    # ranks, as Horovod's guide has it, also for a fit that had no callbacks
+    first = f"{broadcast}, {hvd}.callbacks.MetricAverageCallback()" if _history_read(ctx, call) else broadcast
     if arg is None:
         if not elastic:
-            edits = ctx.add_keyword(call, f"callbacks=[{broadcast}]")
+            edits = ctx.add_keyword(call, f"callbacks=[{first}]")
     elif arg.value.type == "keyword" and arg.value.value == "None":
         if not elastic:
             start, end = ctx.source.span(arg.value)
-            edits = [Edit(start, end, f"[{broadcast}]")]
+            edits = [Edit(start, end, f"[{first}]")]
     else:
         cbs = facts.callback_list(arg.value, call.node)
         has_broadcast = elastic or any(e.kind == "broadcast" for e in cbs.entries) or (
@@ -169,6 +173,23 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                if any(broadcast in e.new_text for e in edits)
                else "a callback that writes files runs on every rank")
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
+
+
+def _history_read(ctx: RuleContext, call: N.Call) -> bool:
+    """``history = model.fit(...)`` whose ``history`` is read after the statement."""
+    stmt = call.node.parent
+    if stmt is None or stmt.type != "expr_stmt" or stmt.children[-1] is not call.node or len(stmt.children) != 3 \
+            or stmt.children[1] != "=" or stmt.children[0].type != "name":
+        return False
+    name = stmt.children[0].value
+    return any(leaf.start_pos > stmt.end_pos and not _rebinds(leaf) for leaf in ctx.env.index.names.get(name, ()))
+
+
+def _rebinds(leaf) -> bool:
+    """The name is the target of a plain assignment (``history = other``), not a read."""
+    parent = leaf.parent
+    return parent is not None and parent.type == "expr_stmt" and parent.children[0] is leaf \
+        and len(parent.children) > 1 and parent.children[1] == "="
 
 
 def _base_literal(ctx: RuleContext, value, cbs):
