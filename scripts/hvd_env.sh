@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (once) the Horovod run environment used by the `horovod` test tier and
 # by `horovodize verify`:
-#   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI)
+#   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI),
+#                       matplotlib (programs that plot: displays on rank 0 only)
 # Idempotent: a stamp file is written only after `horovodrun --check-build`
 # reports TensorFlow and Gloo, so a second run returns at once.
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VENV=.cache/hvd-venv
 # Bump this key whenever a pin below changes: it invalidates the stamp.
-KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 gloo v1"
+KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 gloo v2"
 STAMP="$VENV/.hvd-env-ok"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" && -x "$VENV/bin/horovodrun" ]]; then
@@ -78,7 +79,7 @@ log "installing build dependencies and TensorFlow"
 "${PIP[@]}" install -q \
     setuptools==69.5.1 wheel==0.43.0 packaging==24.0 \
     psutil==5.9.8 cloudpickle==3.0.0 pyyaml==6.0.1 cffi==1.16.0 \
-    numpy==1.26.4 tensorflow-cpu==2.15.1
+    numpy==1.26.4 tensorflow-cpu==2.15.1 matplotlib==3.8.4   # (matplotlib: the display programs)
 
 # Build horovod only when it is missing or lacks the TensorFlow/Gloo ops.
 if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horovod.__version__ == "0.28.1"; assert h.gloo_built()' 2>/dev/null; then
