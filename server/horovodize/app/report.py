@@ -83,9 +83,13 @@ def build(analysis: Analysis, path: str = "") -> dict:
             why = ""
         points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes,
                        "notes": notes})
-    reasons = [{"code": c, "line": line, "message": m} for c, line, m in analysis.refusal_reasons()]
+    titles = {number: title for number, title, _codes in POINTS}
+    reasons = [{"code": c, "line": line, "message": f"({titles[int(c[6:])]}) {m}" if c.startswith("point ") else m}
+               for c, line, m in analysis.refusal_reasons()]
+    restricted = bool(analysis.refusals)
     points.append({"point": 8, "title": "all or nothing", "status": "refused" if refused else "ok",
-                   "reason": "a restriction blocks the training loop: nothing was changed" if refused else "",
+                   "reason": ("a restriction blocks the training loop: nothing was changed" if restricted else
+                              "a point of the contract would be left wrong: nothing was changed") if refused else "",
                    "changes": reasons})
     points.sort(key=lambda p: p["point"])
     return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
@@ -125,10 +129,15 @@ def text(report: dict) -> str:
     """The human form: one line per contract point, then its changes."""
     lines = [f"horovodize report for {report['path'] or '<input>'} (loop: {report['loop']})"]
     if report["refused"]:
-        lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:")
+        restricted = any(not r["code"].startswith("point ") for r in report["reasons"])
+        lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:" if restricted
+                     else "  NOT CONVERTED: the conversion would leave the program wrong here; the file is left "
+                          "unchanged:")
         for r in report["reasons"]:
             lines.append(f"    {_at(r)}: {r['code']} {r['message']}")
-        lines.append("  nothing else was done: every point of the contract waits for the restriction above")
+        lines.append("  nothing else was done: every point of the contract waits for the restriction above" if restricted
+                     else "  nothing else was done: change each line above as it says, then convert again (each "
+                          "rule's quick fix still applies on its own: horovodize check)")
         return "\n".join(lines)
     for p in report["points"]:
         if p["point"] == 8:
