@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (once) the Horovod run environment used by the `horovod` test tier and
 # by `horovodize verify`:
-#   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI)
+#   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI),
+#                       matplotlib (programs that plot: displays on rank 0 only)
 # or, with the argument `tf216`, the second stack used by the `stack2` tests:
 #   .cache/hvd-venv-tf216 -- Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0 (and the
 #   Keras 3 that TF 2.16 pulls in), horovod 0.28.1 built from source against it (Gloo, no MPI);
@@ -16,7 +17,7 @@ PROFILE="${1:-tf215}"
 case "$PROFILE" in
     tf215)
         VENV=.cache/hvd-venv
-        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1)
+        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1 matplotlib==3.8.4)   # (matplotlib: the display programs)
         ;;
     tf216)
         VENV=.cache/hvd-venv-tf216
@@ -29,7 +30,7 @@ case "$PROFILE" in
 esac
 # Bump this key whenever a pin below changes: it invalidates the stamp.
 if [[ "$PROFILE" == tf215 ]]; then
-    KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 gloo v1"
+    KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 gloo v2"
 else
     KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1 gloo v1"
 fi

@@ -167,17 +167,27 @@ def test_hints_left_in_a_hand_distributed_program_are_named(tmp_path):
     assert points[7]["status"] == "not done" and "HVD030" in points[7]["reason"]
 
 
-def test_point7_is_not_done_while_a_write_stays_on_every_rank(tmp_path):
+def test_a_write_left_on_every_rank_blocks_the_conversion(tmp_path):
     # a writer held in a variable cannot take a statement guard (the later `append_data`
-    # and `close` need it): the report names the line instead of claiming point 7 done
-    program = FIT.replace('model.save("m.keras")\n', 'writer = imageio.get_writer("train.gif")\nwriter.close()\n')
+    # and `close` need it): two ranks would write one file, so the conversion is refused
+    # (all or nothing, point 8): exit 3, the file unchanged, one block saying what and how;
+    # `check` names the same line
+    program = "import imageio\n" + FIT.replace('model.save("m.keras")\n',
+                                               'writer = imageio.get_writer("train.gif")\nwriter.close()\n')
     path = tmp_path / "gif.py"
-    path.write_text("import imageio\n" + program)
+    path.write_text(program)
     proc = run("convert", "--format", "json", str(path))
-    assert proc.returncode == 0
-    point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
-    assert point7["status"] == "not done", point7
-    assert "line 10: `imageio.get_writer` writes a file on every rank" in point7["reason"], point7
+    assert proc.returncode == 3 and proc.stdout == program, proc.stderr
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    point8 = {p["point"]: p for p in report["points"]}[8]
+    assert report["refused"] and point8["status"] == "refused", point8
+    assert [(r["code"], r["line"]) for r in report["reasons"]] == [("point 7", 10)], report["reasons"]
+    assert "`imageio.get_writer` writes a file on every rank" in report["reasons"][0]["message"]
+    text = run("convert", str(path)).stderr
+    assert "NOT CONVERTED: the conversion would leave the program wrong here" in text
+    assert text.count("line 10: point 7") == 1 and "restriction" not in text, text
+    checked = run("check", str(path))
+    assert checked.returncode == 1 and "gif.py:10:1: point 7 blocks convert:" in checked.stdout, checked.stdout
     path.write_text("import imageio\n" + FIT.replace('model.save("m.keras")\n', 'imageio.mimsave("train.gif", [])\n'))
     proc = run("convert", "--format", "json", str(path))
     point7 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][6]
@@ -219,24 +229,71 @@ def test_point7_does_not_list_a_saver_save_both_done_and_left(tmp_path):
 def test_report_names_the_keras_source_it_shards(tmp_path):
     path = tmp_path / "images.py"
     path.write_text((Path(__file__).parent / "fixtures/HVD041/fit_image_dataset_from_directory.py").read_text())
+    assert "seed=7" in path.read_text()
     proc = run("convert", "--format", "json", str(path))
     assert proc.returncode == 0
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert [c["code"] for c in point5["changes"]] == ["HVD041"]      # sharded, epochs left whole
     assert "keras.utils.image_dataset_from_directory" in json.dumps(point5)
     assert "arrays" not in json.dumps(point5) and "epochs=4," in proc.stdout
-    # shuffled without a seed, each rank's file order would differ and the shares overlap:
-    # the same seed is given on every rank, so the shares are disjoint
-    assert point5["status"] == "done" and not point5["notes"]
-    assert "batch_size=8, seed=1337)" in proc.stdout
-    path.write_text(path.read_text().replace("batch_size=8)", "batch_size=8, seed=7)"))
-    proc = run("convert", "--format", "json", str(path))
-    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "done" and not point5["notes"]
     assert "seed=7)" in proc.stdout and "1337" not in proc.stdout
-    # keyword arguments it cannot see: it says so, and does not call it done
-    path.write_text(path.read_text().replace("batch_size=8, seed=7)", "**opts)").replace(
-        "train_ds =", "opts = dict(batch_size=8)\ntrain_ds =", 1))
+    # shuffled without a seed, each rank's file order would differ and the shares overlap:
+    # the same seed is given on every rank, so the shares are disjoint
+    path.write_text(path.read_text().replace("batch_size=8, seed=7)", "batch_size=8)"))
     proc = run("convert", "--format", "json", str(path))
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
-    assert point5["status"] == "partly done" and "seed=" in point5["notes"][0]["note"]
+    assert point5["status"] == "done" and not point5["notes"]
+    assert "batch_size=8, seed=1337)" in proc.stdout
+    # keyword arguments it cannot see: sharding would leave the program wrong if they hold no
+    # seed, so the conversion is refused (all or nothing, point 8) and says to pass seed=
+    unseen = path.read_text().replace("batch_size=8)", "**opts)").replace(
+        "train_ds =", "opts = dict(batch_size=8)\ntrain_ds =", 1)
+    path.write_text(unseen)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 3 and proc.stdout == unseen
+    reasons = json.loads(proc.stderr.strip().splitlines()[-1])["reasons"]
+    assert [r["code"] for r in reasons] == ["point 5"] and "seed=" in reasons[0]["message"], reasons
+
+
+EPISODES = """import gym
+import tensorflow as tf
+
+env = gym.make("CartPole-v0")
+model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+optimizer = tf.keras.optimizers.Adam(learning_rate=0.01)
+running_reward = 0
+while True:
+    state = env.reset()
+    with tf.GradientTape() as tape:
+        for t in range(200):
+            probs = model(tf.convert_to_tensor([state], tf.float32))
+            state, reward, done, _ = env.step(int(tf.argmax(probs[0])))
+            if done:
+                break
+        loss = -tf.reduce_sum(probs)
+        grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    running_reward = 0.05 * t + 0.95 * running_reward
+    if running_reward > 195:
+        break
+"""
+
+
+def test_report_of_a_reinforcement_learning_loop_is_true(tmp_path):
+    # keras-io's actor-critic shape: no dataset (a gym environment makes each rank's episodes),
+    # so point 5 has nothing to divide; the gradients taken inside the tape's block are
+    # averaged by an allreduce, and point 3 says so rather than "wrap the tape"
+    path = tmp_path / "episodes.py"
+    path.write_text(EPISODES)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    points = {p["point"]: p for p in json.loads(proc.stderr.strip().splitlines()[-1])["points"]}
+    assert points[5]["status"] == "nothing to change", points[5]
+    assert "line 4: gym.make(...)" in points[5]["reason"]
+    assert [c["change"] for c in points[3]["changes"]] == ["Average the gradients with hvd.allreduce where they are taken"]
+    assert "hvd.allreduce(g) for g in grads]" in proc.stdout
+    # with a dataset the generic reason stays
+    path.write_text(EPISODES.replace('env = gym.make("CartPole-v0")', 'env = gym.make("CartPole-v0")\nds = tf.data.Dataset.range(3).repeat()'))
+    points = {p["point"]: p for p in json.loads(run("convert", "--format", "json", str(path)).stderr.strip().splitlines()[-1])["points"]}
+    assert points[5]["status"] != "nothing to change"

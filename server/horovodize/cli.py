@@ -128,6 +128,14 @@ def cmd_check(args) -> int:
                 "related": [dict(zip(("line", "column"), _one_based(src.position(r.start))), message=r.message)
                             for r in f.related],
             })
+        if select is None and analysis.error is None:
+            # what `convert` would refuse for (a point it would leave wrong): check says it too
+            for code, line, message in analysis.refusal_reasons():
+                if code.startswith("point "):
+                    results.append({"path": str(path), "code": code, "severity": "warning",
+                                    "message": f"blocks convert: {message}", "line": line, "column": 1,
+                                    "end_line": line, "end_column": 1, "fixable": False, "blocks": [],
+                                    "related": []})
     if args.format == "json":
         json.dump(results, sys.stdout, indent=2)
         sys.stdout.write("\n")

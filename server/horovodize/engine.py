@@ -33,6 +33,9 @@ from .rules.catalogue import RULE_MODULES
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
 LOOP_BLOCKING = set(restrictions.SYNC_RULES) | {"HVD001", "HVD002"}
+# Report points whose notes (what a rule could not do) leave the program wrong: they block the
+# whole-file conversion (point 5's "divided, but" too; its "not divided" notes are advisory).
+BLOCKING_POINTS = (7, 9, 10)
 
 WHOLE_FILE_TITLE = "Make Horovod-distributed"
 
@@ -52,13 +55,27 @@ class Analysis:
 
     @property
     def refused(self) -> bool:
-        """All or nothing: a restriction blocks the training loop, so nothing is edited."""
-        return bool(self.refusals)
+        """All or nothing: a restriction blocks the training loop, or a point of the contract
+        would be left wrong (`blocking_notes`), so nothing is edited."""
+        return bool(self.refusals) or bool(self.blocking_notes())
+
+    def blocking_notes(self) -> list[tuple[int, int, str]]:
+        """The report's notes that leave the converted program wrong (contract point 8): a write
+        or a display of rank 0's file left on every rank (7), data fetched by every rank at
+        once (9), a per-rank decision around a collective (10), shares that overlap (5). The
+        notes that only say the work is not divided (every rank trains on all of it: right,
+        not faster) are advisory. Only when the conversion would otherwise go ahead."""
+        if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
+            return []      # (refused already; no loop; a program distributed by hand gets hints)
+        return [n for n in self.notes if n[0] in BLOCKING_POINTS or (n[0] == 5 and n[2].startswith("divided, but"))]
 
     def refusal_reasons(self) -> list[tuple[str, int, str]]:
-        """(code, 1-based line, message) of each restriction that blocks the conversion."""
+        """(code, 1-based line, message) of each restriction that blocks the conversion, then
+        of each point of the contract the conversion would leave wrong (``point N``)."""
         return [(p.code if p.code.startswith("HVD") else f"HVD-{p.code}", p.node.start_pos[0], p.message)
-                for p in self.refusals]      # (HVD092 is a rule code's own fact, not HVD-<restriction>)
+                for p in self.refusals] + \
+            [(f"point {n}", line, text) for n, line, text in self.blocking_notes()]
+        # (HVD092 is a rule code's own fact, not HVD-<restriction>)
 
     @property
     def rule_sites(self) -> list[Finding]:
@@ -73,6 +90,8 @@ class Analysis:
 
     def conversion_sites(self) -> list[Finding]:
         """The rule sites the whole-file conversion applies (the report lists these)."""
+        if self.blocking_notes():
+            return []   # all or nothing: each site stays a quick fix of its own
         sites = self.rule_sites
         if not (self.summary and self.summary.sites) and not (self.facts and self.facts.uses_horovod):
             return []   # no training loop: nothing to distribute (a saliency or export script)

@@ -209,3 +209,26 @@ def test_keras_core_program_runs_on_tf_keras_after_the_import_rewrite(hvd_env, h
     for r, rep in reports.items():
         assert math.isclose(rep["lr"], 0.01 * SIZE, rel_tol=1e-5) and math.isclose(rep["lr2"], 0.002 * SIZE, rel_tol=1e-5), info
         assert rep["batches"] == 8, f"rank {r} ran {rep['batches']} batches, expected 2 epochs // {SIZE} x 8\n{info}"
+
+
+def test_keras_train_step_tape_alone_and_display_on_rank0(hvd_env, horovodize_exe, tmp_path):
+    """A Keras model with its own train_step (a tape) fit on 2 ranks after conversion: the
+    DistributedGradientTape alone averages (compile keeps a plain, scaled SGD: Horovod's
+    idiom), both ranks end with the same weights, rank 1 prints nothing, and the function
+    that plots and calls plt.show() (Agg backend) runs on rank 0 only."""
+    program = H.PROGRAMS / "keras_train_step_show.py"
+    converted = H.convert(program, tmp_path / program.name)
+    text = converted.read_text()
+    assert "hvd.DistributedOptimizer(" not in text and "tape = hvd_tf.DistributedGradientTape(tape)" in text, text
+    run = H.horovodrun(converted, tmp_path, np=SIZE)
+    reports = run.reports
+    info = describe(run, converted)
+    assert run.returncode == 0 and not run.timed_out and sorted(reports) == list(range(SIZE)), info
+    checksums = [reports[r]["checksum"] for r in sorted(reports)]
+    assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
+    for r, rep in reports.items():
+        assert math.isclose(rep["lr"], 0.01 * SIZE, rel_tol=1e-5), info
+    assert reports[0]["shown"] == 1 and reports[0]["figures"] == 1, info
+    assert all(reports[r]["shown"] == 0 and reports[r]["figures"] == 0 for r in range(1, SIZE)), info
+    assert re.search(r"train-step-show final loss", run.stdout.get(0, "")), info
+    assert all(not run.stdout.get(r, "").strip() for r in range(1, SIZE)), f"rank 1 printed\n{info}"

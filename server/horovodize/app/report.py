@@ -6,6 +6,7 @@ stdout stays the converted program; ``--format json`` for tools.
 from __future__ import annotations
 
 from ..engine import Analysis
+from ..parse.imports import import_bindings
 
 POINTS = [
     (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),
@@ -64,6 +65,9 @@ def build(analysis: Analysis, path: str = "") -> dict:
             status, why = "not applicable", "no training loop found"
         elif already and number in LOOP_POINTS:
             status, why = "already", "the program already does this with Horovod"
+        elif number == 5 and _episodes(analysis):
+            status, why = "nothing to change", (f"no dataset to divide: each rank trains on the episodes of its "
+                                                f"own environment ({_episodes(analysis)})")
         elif number == 5:
             status, why = "not done", ("no step bound (take, steps_per_epoch, steps) nor finite tf.data source "
                                        "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
@@ -82,12 +86,34 @@ def build(analysis: Analysis, path: str = "") -> dict:
             why = ""
         points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes,
                        "notes": notes})
-    reasons = [{"code": c, "line": line, "message": m} for c, line, m in analysis.refusal_reasons()]
+    titles = {number: title for number, title, _codes in POINTS}
+    reasons = [{"code": c, "line": line, "message": f"({titles[int(c[6:])]}) {m}" if c.startswith("point ") else m}
+               for c, line, m in analysis.refusal_reasons()]
+    restricted = bool(analysis.refusals)
     points.append({"point": 8, "title": "all or nothing", "status": "refused" if refused else "ok",
-                   "reason": "a restriction blocks the training loop: nothing was changed" if refused else "",
+                   "reason": ("a restriction blocks the training loop: nothing was changed" if restricted else
+                              "a point of the contract would be left wrong: nothing was changed") if refused else "",
                    "changes": reasons})
     points.sort(key=lambda p: p["point"])
     return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
+
+
+RL_MODULES = ("gym", "gymnasium")
+
+
+def _episodes(analysis: Analysis) -> str:
+    """``line N: gym.make(...)`` when the program has no dataset and makes its samples with a
+    reinforcement-learning environment (keras-io's actor-critic): there is no data to divide,
+    each rank's episodes are its own; '' otherwise."""
+    env = analysis.env
+    if env is None or any(b.role == "dataset" for b in env.with_role()):
+        return ""
+    aliases = {local for node in env.index.imports for local, full in import_bindings(node) if full in RL_MODULES}
+    for call in env.index.by_method.get("make", ()):
+        parts = (call.callee_dotted() or "").split(".")
+        if len(parts) == 2 and parts[0] in aliases:
+            return f"line {call.node.start_pos[0]}: {call.callee_dotted()}(...)"
+    return ""
 
 
 def _unique(changes: list[dict]) -> list[dict]:
@@ -106,10 +132,15 @@ def text(report: dict) -> str:
     """The human form: one line per contract point, then its changes."""
     lines = [f"horovodize report for {report['path'] or '<input>'} (loop: {report['loop']})"]
     if report["refused"]:
-        lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:")
+        restricted = any(not r["code"].startswith("point ") for r in report["reasons"])
+        lines.append("  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:" if restricted
+                     else "  NOT CONVERTED: the conversion would leave the program wrong here; the file is left "
+                          "unchanged:")
         for r in report["reasons"]:
             lines.append(f"    {_at(r)}: {r['code']} {r['message']}")
-        lines.append("  nothing else was done: every point of the contract waits for the restriction above")
+        lines.append("  nothing else was done: every point of the contract waits for the restriction above" if restricted
+                     else "  nothing else was done: change each line above as it says, then convert again (each "
+                          "rule's quick fix still applies on its own: horovodize check)")
         return "\n".join(lines)
     for p in report["points"]:
         if p["point"] == 8:

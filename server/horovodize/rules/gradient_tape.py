@@ -60,7 +60,7 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
             yield finding(ctx, "HVD020", tape.stmt,
                           f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
                           "(DistributedOptimizer averages only in minimize)",
-                          Fix(RULES["HVD020"][1], [edit]))
+                          Fix(_title(edit), [edit]))
 
 
 def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
@@ -78,7 +78,16 @@ def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
         edit = _wrap_edit(ctx, tape, hvd)
         if edit is not None:
             yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
-                          Fix(RULES["HVD020"][1], [edit]))
+                          Fix(_title(edit), [edit]))
+
+
+ALLREDUCE_TITLE = "Average the gradients with hvd.allreduce where they are taken"
+
+
+def _title(edit: Edit) -> str:
+    """The fix says what it does: wrap the tape, or (gradients taken inside the ``with``
+    block) average the gradients right after they are taken."""
+    return ALLREDUCE_TITLE if ".allreduce(" in edit.new_text else RULES["HVD020"][1]
 
 
 def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
@@ -155,31 +164,50 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
             sites.append((call, receiver, stmt, arg, anchor))
     src, unit = ctx.source, ctx.source.indent_unit
     tf = tf_name(ctx)
-    for (call, receiver, stmt, arg, anchor), flag in zip(sites, _flag_names(ctx, len(sites))):
-        start, end = src.span(arg.value)
-        after = "\n".join([
-            f"if not {flag}:",
-            f"{unit}{hvd}.broadcast_variables([v for _, v in {GRADS}], root_rank=0)",
-            f"{unit}{hvd}.broadcast_variables({receiver}.variables() if callable({receiver}.variables) else {receiver}.variables, root_rank=0)",
-            f"{unit}{flag}.assign(True)",
-        ])
-        edits = [
-            Edit(anchor, anchor, ctx.lines(f"{flag} = {tf}.Variable(False, trainable=False)", "")),
-            ctx.insert_before_stmt(stmt, f"{GRADS} = list({src.text[start:end]})"),
-            Edit(start, end, GRADS),
-            ctx.insert_after_stmt(stmt, after),
-        ]
-        yield finding(ctx, "HVD021", call.node, f"variables of `{receiver}` and the model are not broadcast from rank 0",
-                      Fix(RULES["HVD021"][1], edits))
+    groups = _one_step(sites)
+    for group, flag in zip(groups, _fresh_names(ctx, FLAG, len(groups))):
+        grads = iter(_fresh_names(ctx, GRADS, len(group)))      # (one per optimizer of the step)
+        edits = [Edit(group[0][4], group[0][4], ctx.lines(f"{flag} = {tf}.Variable(False, trainable=False)", ""))]
+        body = [f"if not {flag}:"]
+        seen: set = set()
+        for call, receiver, stmt, arg, _anchor in group:
+            name = next(grads)
+            start, end = src.span(arg.value)
+            edits += [ctx.insert_before_stmt(stmt, f"{name} = list({src.text[start:end]})"), Edit(start, end, name)]
+            body.append(f"{unit}{hvd}.broadcast_variables([v for _, v in {name}], root_rank=0)")
+            if receiver not in seen:      # (an optimizer applied twice in the step: its variables once)
+                seen.add(receiver)
+                body.append(f"{unit}{hvd}.broadcast_variables({receiver}.variables() if callable({receiver}.variables) "
+                            f"else {receiver}.variables, root_rank=0)")
+        body.append(f"{unit}{flag}.assign(True)")
+        edits.append(ctx.insert_after_stmt(group[-1][2], "\n".join(body)))
+        for call, receiver, *_rest in group:     # each site's quick fix alone is the whole step's
+            yield finding(ctx, "HVD021", call.node, f"variables of `{receiver}` and the model are not broadcast from rank 0",
+                          Fix(RULES["HVD021"][1], edits))
 
 
-def _flag_names(ctx: RuleContext, n: int) -> list[str]:
-    """One fresh flag per site: a shared flag would let the first site's broadcast stop the
-    second optimizer's (a GAN's discriminator would never be broadcast)."""
+def _one_step(sites: list) -> list[list]:
+    """The sites of one training step: ``apply_gradients`` statements in one block (a GAN's
+    generator and discriminator) share one flag and one broadcast after the last of them, of
+    every model's variables and every optimizer's (Horovod's idiom: one broadcast after the
+    first step)."""
+    groups: list[list] = []
+    for site in sites:
+        block = (N.simple_stmt_of(site[2]) or site[2]).parent
+        if groups and (N.simple_stmt_of(groups[-1][-1][2]) or groups[-1][-1][2]).parent is block:
+            groups[-1].append(site)
+        else:
+            groups.append([site])
+    return groups
+
+
+def _fresh_names(ctx: RuleContext, base: str, n: int) -> list[str]:
+    """`n` names the file does not use: `base`, `base_2`, ... (one flag per training step:
+    a flag shared by two steps would let the first one's broadcast stop the second's)."""
     used = ctx.env.index.names
     names, k = [], 1
     while len(names) < n:
-        name = FLAG if k == 1 else f"{FLAG}_{k}"
+        name = base if k == 1 else f"{base}_{k}"
         if name not in used:
             names.append(name)
         k += 1

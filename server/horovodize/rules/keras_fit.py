@@ -1,6 +1,7 @@
 """Keras ``fit`` rules: broadcast the initial state with
 ``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, then
-``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks, steering callbacks on every
+``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks (and alone after the
+broadcast when the ``History`` fit returns is read), steering callbacks on every
 rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051):
 ``verbose`` of ``fit``/``evaluate``/``predict`` and of the steering callbacks that run on every
 rank (``EarlyStopping(verbose=1)``), and ``tqdm``/``trange`` bars (``disable=hvd.rank() != 0``).
@@ -139,14 +140,21 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
     arg = _arg(call, "callbacks", CALLBACKS_POS)
+    # a History that is read (plotted, printed, compared) holds the metrics averaged over the
+    # ranks, as Horovod's guide has it, also for a fit that had no callbacks
+    history_read = _history_read(ctx, call)
     edits: list[Edit] = []
-    if arg is None:
+    if arg is None or arg.value.type == "keyword" and arg.value.value == "None":
         if not elastic:
-            edits = ctx.add_keyword(call, f"callbacks=[{broadcast}]")
-    elif arg.value.type == "keyword" and arg.value.value == "None":
-        if not elastic:
-            start, end = ctx.source.span(arg.value)
-            edits = [Edit(start, end, f"[{broadcast}]")]
+            first = broadcast
+            if history_read:
+                average, edits = _metric_average(ctx)
+                first += f", {average}" if average else ""
+            if arg is None:
+                edits += ctx.add_keyword(call, f"callbacks=[{first}]")
+            else:
+                start, end = ctx.source.span(arg.value)
+                edits.append(Edit(start, end, f"[{first}]"))
     else:
         cbs = facts.callback_list(arg.value, call.node)
         has_broadcast = elastic or any(e.kind == "broadcast" for e in cbs.entries) or (
@@ -156,7 +164,8 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             # The user's callbacks see metrics averaged over the ranks, so a steering callback
             # (EarlyStopping on `loss`, ReduceLROnPlateau) decides the same on every rank.
             first = [broadcast]
-            if (cbs.entries or not cbs.complete) and not any(e.kind == "metric_average" for e in cbs.entries):
+            if (cbs.entries or not cbs.complete or history_read) and \
+                    not any(e.kind == "metric_average" for e in cbs.entries):
                 average, class_edits = _metric_average(ctx)
                 first += [average] if average else []
                 edits += class_edits
@@ -197,6 +206,23 @@ def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
     blank = re.match(r"(?:[ \t]*(?:\r\n|\r|\n))*", ctx.source.text[at:]).group().count("\n") if at < len(ctx.source.text) else 2
     text += "\n" * max(0, 2 - blank)       # two blank lines below it, with the file's own
     return f"{name}()", [Edit(at, at, ctx.lines(text, ""))]
+
+
+def _history_read(ctx: RuleContext, call: N.Call) -> bool:
+    """``history = model.fit(...)`` whose ``history`` is read after the statement."""
+    stmt = call.node.parent
+    if stmt is None or stmt.type != "expr_stmt" or stmt.children[-1] is not call.node or len(stmt.children) != 3 \
+            or stmt.children[1] != "=" or stmt.children[0].type != "name":
+        return False
+    name = stmt.children[0].value
+    return any(leaf.start_pos > stmt.end_pos and not _rebinds(leaf) for leaf in ctx.env.index.names.get(name, ()))
+
+
+def _rebinds(leaf) -> bool:
+    """The name is the target of a plain assignment (``history = other``), not a read."""
+    parent = leaf.parent
+    return parent is not None and parent.type == "expr_stmt" and parent.children[0] is leaf \
+        and len(parent.children) > 1 and parent.children[1] == "="
 
 
 def _base_literal(ctx: RuleContext, value, cbs):

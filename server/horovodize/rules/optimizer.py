@@ -1,7 +1,8 @@
 """Optimizer rules: scale the learning rate by ``hvd.size()`` (HVD010), wrap the optimizer
 in ``hvd.DistributedOptimizer`` for Keras and TF1 programs (HVD011), replace
 ``compile('adam')`` by a scaled, wrapped optimizer (HVD012), scale a schedule's initial
-rate instead of the schedule object (HVD013).
+rate instead of the schedule object (HVD013). The optimizers given to the compile of a
+model whose ``train_step`` averages through its tape stay plain (scaled only).
 
 Requires: env (optimizer / schedule bindings), loop (Horovod module flavour).
 """
@@ -14,7 +15,7 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .tapes import tape_loops_beside_fit, tape_optimizers
+from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
 from ..analysis.session import legacy_spelling, model_to_estimator_optimizers
 
 RULES = {
@@ -34,6 +35,7 @@ def wraps_optimizer(ctx: RuleContext) -> bool:
 def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
     by_tape = tape_optimizers(ctx) if tape_loops_beside_fit(ctx) else set()   # (their tape averages)
+    by_tape |= _step_tape_optimizers(ctx)
     for b in env.with_role():
         if b.role != "optimizer":
             continue
@@ -199,14 +201,31 @@ def _scaled_elsewhere(ctx: RuleContext) -> bool:
     return False
 
 
+def _step_tape_optimizers(ctx: RuleContext) -> set:
+    """ids of the optimizer bindings given by name to the compile of a model whose
+    train_step averages through its tape (`compiles_tape_step`): they stay plain."""
+    out = set()
+    for call in ctx.calls("compile"):
+        if call.is_whole() and compiles_tape_step(ctx, call):
+            for a in call.args:
+                if not a.star and a.value.type == "name":
+                    b = ctx.env.lookup(a.value.value, call.node, "optimizer")
+                    if b is not None:
+                        out.add(id(b))
+    return out
+
+
 def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     arg = call.keyword("optimizer") or call.positional(0)
+    # a model whose train_step averages through hvd.DistributedGradientTape gets plain (scaled)
+    # optimizers: DistributedGradientTape alone, as Horovod's idiom has it (REVIEW.md section 4)
+    plain = compiles_tape_step(ctx, call)
     # A custom `compile(d_optimizer=Adam(...), g_optimizer=Adam(...))` (keras-io's GAN guide)
     # takes optimizers under other names: each one built inline is scaled and distributed too,
     # else the train_step applies gradients that no rank averages.
     for other in call.args:
         if other is not arg and not other.star and _inline_optimizer(ctx, other.value) is not None:
-            yield from _inline(ctx, _inline_optimizer(ctx, other.value))
+            yield from _inline(ctx, _inline_optimizer(ctx, other.value), plain)
     if arg is None:
         return
     value = arg.value
@@ -219,13 +238,15 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         lr = KERAS_OPTIMIZERS[cls]
         start, end = ctx.source.span(value)
         legacy = "legacy." if id(value) in _for_model_to_estimator(ctx)[0] else ""
-        text = f"{ctx.hvd}.DistributedOptimizer({keras}.optimizers.{legacy}{cls}(learning_rate={lr} * {ctx.hvd}.size()))"
+        text = f"{keras}.optimizers.{legacy}{cls}(learning_rate={lr} * {ctx.hvd}.size())"
+        if not plain:
+            text = f"{ctx.hvd}.DistributedOptimizer({text})"
         yield finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
                       Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
         return
     inner = _inline_optimizer(ctx, value)
     if inner is not None:
-        yield from _inline(ctx, inner)
+        yield from _inline(ctx, inner, plain)
 
 
 def _inline_optimizer(ctx: RuleContext, value) -> N.Call | None:
@@ -236,9 +257,9 @@ def _inline_optimizer(ctx: RuleContext, value) -> N.Call | None:
     return inner
 
 
-def _inline(ctx: RuleContext, inner: N.Call) -> Iterator[Finding]:
+def _inline(ctx: RuleContext, inner: N.Call, plain: bool = False) -> Iterator[Finding]:
     yield from _scale(ctx, inner)
-    if wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
+    if not plain and wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
         yield finding(ctx, "HVD011", inner.node, "optimizer does not average gradients across ranks",
                       Fix(RULES["HVD011"][1], _legacy(ctx, inner) + ctx.wrap(inner.node, f"{ctx.hvd}.DistributedOptimizer(", ")")))
 

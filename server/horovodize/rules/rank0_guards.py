@@ -16,6 +16,9 @@ Writes the lists miss are found by their effect (``facts.effects``: images, ``im
 ``plot_model``, ``shutil``, ``os.mkdir``/``makedirs`` -> ``exist_ok=True``), and reads wait
 also for what a rank-0 callback wrote during ``fit`` and for writes in called functions.
 
+Displays (``plt.show``, pyplot drawing, ``display``/``clear_output``, loops that only show)
+are HVD030's too (`shown`), in the same runs as the prints and writes beside them.
+
 Requires: env (checkpoint and model bindings), restrictions (R4: prints without side effects),
 hvd_facts (callback lists, assignments), effects (what a call does).
 """
@@ -46,6 +49,7 @@ from .written import (
     reached,
     writer_block,
 )
+from .shown import display_sites
 from .tf1_session import _is_saver
 from .written import norm_path as _norm
 
@@ -154,6 +158,8 @@ READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "re
 def check(ctx: RuleContext) -> Iterator[Finding]:
     blocks = list(_write_blocks(ctx))
     inside_block = [b for b, _ in blocks]
+    displays, shown_regions = display_sites(ctx, statement, guard_block)   # plt.show, display loops (HVD030)
+    inside_block += shown_regions
     names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
     candidates = [c for name in names for c in ctx.calls(name)]
     writes = []          # (path text, scope, node) of every write done on rank 0
@@ -185,16 +191,16 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or in_writing_callback(ctx, call):
             continue
         guarded.append((stmt, call, "HVD032", "every rank opens the file for writing", guard_block(ctx, stmt)))
-    yield from _one_guard_per_block(ctx, guarded)
+    yield from _one_guard_per_block(ctx, guarded + displays)
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
     yield from _effect_writes(ctx, inside_block, writes, guarded)
     fit_writes(ctx, writes)
     lift_writes(ctx, writes)
-    shown = display_guards(ctx, writes, statement)
+    shown = [d for d in display_guards(ctx, writes, statement) if not any(N.inside(d[0], r) for r in shown_regions)]
     yield from _one_guard_per_block(ctx, shown)
-    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown])
+    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays])
     yield from _load_models(ctx)
 
 

@@ -8,7 +8,8 @@ horovod.tensorflow.keras as ``hvd`` and horovod.tensorflow beside it for the tap
 (`tape_loops_beside_fit`, `in_keras_step`).
 
 Requires: rules.base, analysis (gradflow, loop). Provides: `keras_step_tapes`,
-`tf_module_alias`, `wrapped`, `tape_loops_beside_fit`, `in_keras_step`, `tape_optimizers`.
+`tf_module_alias`, `wrapped`, `tape_loops_beside_fit`, `in_keras_step`, `tape_optimizers`,
+`compiles_tape_step` (a compile whose optimizers the train_step's tape averages).
 """
 
 from __future__ import annotations
@@ -101,3 +102,40 @@ def wrapped(ctx: RuleContext, tape, with_stmt) -> bool:
         return True  # gradients already averaged by hand
     return any(N.dotted(a.value) == tape.name
                for a in (c.positional(0) for c in ctx.calls("DistributedGradientTape", scope)) if a is not None)
+
+
+def step_tape_classes(ctx: RuleContext) -> set:
+    """ids of the classdefs whose Keras ``train_step`` takes a training tape's gradients
+    itself (wrapped already or by HVD020): their DistributedGradientTape averages, so the
+    optimizers given to their ``compile`` stay plain (Horovod's idiom, REVIEW.md section 4;
+    a DistributedOptimizer there would only repeat the tape's work)."""
+    cached = getattr(ctx, "_step_tape_classes", None)
+    if cached is not None:
+        return cached
+    out = set()
+    for tape in ctx.env.tapes:
+        with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
+        fn = N.enclosing(tape.stmt, {"funcdef"})
+        if with_stmt is None or "." in tape.name or fn is None or fn.name.value not in KERAS_STEP_METHODS:
+            continue
+        cls = N.enclosing(fn, {"classdef"})
+        if cls is None or cls.name.value not in ctx.env.classes or not ctx.env.is_method(fn):
+            continue
+        if any(c.receiver_dotted() == tape.name and N.func_scope_of(c.node) is N.func_scope_of(tape.stmt)
+               for c in ctx.calls("gradient")) and is_training_tape(ctx.env, tape):
+            out.add(id(cls))
+    ctx._step_tape_classes = out
+    return out
+
+
+def compiles_tape_step(ctx: RuleContext, call: N.Call) -> bool:
+    """Is `call` (``m.compile(...)``) the compile of a model whose class (or a base) has a
+    ``train_step`` that averages through its tape (`step_tape_classes`)?"""
+    classes = step_tape_classes(ctx)
+    if not classes:
+        return False
+    b = ctx.env.lookup(call.receiver_dotted(), call.node, "model")
+    if b is None or not b.detail:
+        return False
+    step = ctx.env.method(b.detail, "train_step")
+    return step is not None and id(N.enclosing(step, {"classdef"})) in classes
