@@ -231,14 +231,71 @@ def test_r6_negative_placeholder_before_creation(check):
 
 # -- R7 ------------------------------------------------------------------------------------------
 def test_r7_optimizer_created_in_if(check):
-    r = check(HEAD + "import sys\nif sys.argv[1:]:\n    opt = tf.keras.optimizers.SGD(0.1)\nelse:\n"
+    r = check(HEAD + "import random\nif random.random() < 0.5:\n    opt = tf.keras.optimizers.SGD(0.1)\nelse:\n"
               "    opt = tf.keras.optimizers.Adam(0.01)\n" + STEP + LOOP)
     found = r.all("HVD-R7")
     assert [r.src(f) for f in found] == ["opt = tf.keras.optimizers.SGD(0.1)", "opt = tf.keras.optimizers.Adam(0.01)"]
     assert_blocks(r, found[0], "HVD010", "HVD011", "HVD021")
-    assert r.related(found[0]) == [("if sys.argv[1:]:", "the condition")]
+    assert r.related(found[0]) == [("if random.random() < 0.5:", "the condition")]
+    assert "may differ between ranks" in found[0].message
     assert not {"HVD010", "HVD021"} & set(r.codes())
     assert "hvd.size()" not in r.converted()
+
+
+FIT_TAIL = "model.compile(optimizer=opt, loss='mse')\nmodel.fit(ds, epochs=2)\n"
+
+
+@pytest.mark.parametrize("head, test", [
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--sgd', action='store_true')\n"
+     "args = p.parse_args()\n", "args.sgd"),
+    ("from absl import flags\nFLAGS = flags.FLAGS\n", "FLAGS.optimizer == 'sgd'"),
+    ("USE_SGD = False\n", "USE_SGD"),
+    ("import sys\n", "len(sys.argv) > 1"),
+])
+def test_r7_optimizer_chosen_by_a_test_the_same_on_every_rank_converts(check, head, test):
+    """A flag, a command-line value or a module constant takes the same branch on every
+    rank: each branch's creation is scaled, the chosen optimizer is wrapped."""
+    r = check(HEAD + head + f"if {test}:\n    opt = tf.keras.optimizers.SGD(0.1)\nelse:\n"
+              "    opt = tf.keras.optimizers.Adam(0.01)\n" + FIT_TAIL)
+    assert restriction_codes(r) == [] and not r.analysis.refused
+    out = r.converted()
+    assert "SGD(0.1 * hvd.size())" in out and "Adam(0.01 * hvd.size())" in out
+    assert out.count("opt = hvd.DistributedOptimizer(opt)") == 2
+    r = check(HEAD + head + f"opt = tf.keras.optimizers.SGD(0.1) if {test} else tf.keras.optimizers.Adam(0.01)\n"
+              + FIT_TAIL)
+    assert restriction_codes(r) == []
+    assert "SGD(0.1 * hvd.size()) if" in r.converted() and "opt = hvd.DistributedOptimizer(opt)" in r.converted()
+
+
+@pytest.mark.parametrize("test", ["hvd.rank() == 0", "np.random.rand() > 0.5", "os.path.exists('/tmp/x')", "i > 2"])
+def test_r7_optimizer_chosen_by_a_per_rank_or_unknown_test_blocks(check, test):
+    r = check(HEAD + "import numpy as np\nimport os\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n"
+              "for i in range(3):\n    pass\n"
+              f"opt = tf.keras.optimizers.SGD(0.1) if {test} else tf.keras.optimizers.Adam(0.01)\n" + FIT_TAIL)
+    assert [f.code for f in r.all("HVD-R7")] == ["HVD-R7"], r.codes()
+    assert "0.1 * hvd.size()" not in r.converted()
+
+
+def test_r5_optimizer_created_for_two_experiments_converts_with_fit(check):
+    """Two fit experiments, one name: each creation scaled and wrapped where it is made."""
+    r = check(HEAD + "opt = tf.keras.optimizers.Adam(0.01)\n" + FIT_TAIL + "opt = tf.keras.optimizers.SGD(0.1)\n"
+              + FIT_TAIL)
+    assert restriction_codes(r) == []
+    out = r.converted()
+    assert "Adam(0.01 * hvd.size())" in out and "SGD(0.1 * hvd.size())" in out
+    assert out.count("opt = hvd.DistributedOptimizer(opt)") == 2
+
+
+def test_r5_default_argument_optimizer_from_a_helper_converts(check):
+    """tensorflow/docs overfit_and_underfit: ``if optimizer is None: optimizer = get_optimizer()``."""
+    r = check(HEAD + "def get_optimizer():\n    return tf.keras.optimizers.Adam(0.001)\n"
+              "def compile_and_fit(model, name, optimizer=None):\n    if optimizer is None:\n"
+              "        optimizer = get_optimizer()\n    model.compile(optimizer=optimizer, loss='mse')\n"
+              "    return model.fit(ds, epochs=2)\ncompile_and_fit(model, 'tiny')\n")
+    assert restriction_codes(r) == []
+    out = r.converted()
+    assert "return tf.keras.optimizers.Adam(0.001 * hvd.size())" in out
+    assert "        optimizer = get_optimizer()\n        optimizer = hvd.DistributedOptimizer(optimizer)\n" in out
 
 
 def test_r7_conditional_expression_and_except_handler(check):

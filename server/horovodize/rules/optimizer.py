@@ -62,7 +62,7 @@ def creations(ctx: RuleContext, value, depth: int = 0) -> list[N.Call]:
     returning ``tf.keras.optimizers.Adam(lr)``, followed through helpers up to 4 deep)."""
     env = ctx.env
     value = N.unparen(value)
-    if value.type == "ternary" and depth < 4:
+    if value.type == "test" and len(value.children) == 5 and depth < 4:     # a if c else b
         return creations(ctx, value.children[0], depth + 1) + creations(ctx, value.children[-1], depth + 1)
     call = env.as_call(value)
     if call is None:
