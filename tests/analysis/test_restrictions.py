@@ -125,13 +125,22 @@ def test_r3_member_alias_blocks_what_is_created_through_it(check):
     assert "HVD020" not in r.codes()             # all or nothing: the tape is not wrapped either
 
 
-def test_r3_module_member_alias(check):
+def test_r3_module_alias_converts(check):
+    """``keras = tf.keras`` binds a module: what is created through it resolves to its
+    qualified name (``tensorflow.keras.optimizers.SGD``), so the rules rewrite it in place."""
     r = check("import tensorflow as tf\nkeras = tf.keras\nmodel = keras.Sequential([])\n"
               "opt = keras.optimizers.SGD(0.1)\nmodel.compile(optimizer=opt, loss='mse')\nmodel.fit(x, y)\n")
+    assert restriction_codes(r) == [] and not r.analysis.refused
+    assert {"HVD010", "HVD011", "HVD050", "HVD051"} <= set(r.codes())
+    assert "opt = keras.optimizers.SGD(0.1 * hvd.size())\nopt = hvd.DistributedOptimizer(opt)\n" in r.converted()
+
+
+def test_r3_member_alias_of_a_class_still_blocks(check):
+    r = check("import tensorflow as tf\nSGD = tf.keras.optimizers.SGD\nmodel = tf.keras.Sequential([])\n"
+              "opt = SGD(0.1)\nmodel.compile(optimizer=opt, loss='mse')\nmodel.fit(x, y)\n")
     f = r.one("HVD-R3")
-    assert {"HVD010", "HVD011", "HVD050", "HVD051"} <= set(f.blocks)
-    assert not {"HVD010", "HVD011", "HVD050", "HVD051"} & set(r.codes())
-    assert "HVD101" in r.codes()
+    assert {"HVD010", "HVD011", "HVD050"} <= set(f.blocks)
+    assert not {"HVD010", "HVD011", "HVD050"} & set(r.codes())
 
 
 def test_r3_negative_aliases_no_rule_uses(check):
@@ -335,6 +344,27 @@ def test_r8_negative_statement_and_assignment(check):
     step = STEP.replace("    opt.apply_gradients(", "    op = opt.apply_gradients(")
     r = check(HEAD + "opt = tf.keras.optimizers.Adam(0.01)\n" + step + LOOP)
     assert "HVD-R8" not in r.codes() and "HVD021" in r.codes()
+
+
+def test_r8_negative_tf1_optimizer_in_an_estimator_model_fn(check):
+    """``EstimatorSpec(train_op=optimizer.apply_gradients(...))``: the TF1 optimizer is
+    wrapped where it is created and the Estimator broadcasts by a hook, so nothing is
+    inserted after the call and its place does not matter."""
+    r = check(ESTIMATOR.replace(
+        "train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())\n"
+        "    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)",
+        "return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=optimizer.apply_gradients(\n"
+        "        optimizer.compute_gradients(loss), global_step=tf.train.get_or_create_global_step()))"))
+    assert restriction_codes(r) == [] and not r.analysis.refused
+    assert {"HVD010", "HVD011", "HVD060"} <= set(r.codes())
+
+
+def test_fit_with_unpacked_arguments_is_reported_not_done(check):
+    """``model.fit(**params)``: no edit can reach its callbacks; the report says so."""
+    r = check(KERAS_FIT.replace("model.fit(x, y, batch_size=8, epochs=2)", "params = dict(x=x, y=y)\nmodel.fit(**params)"))
+    notes = [(p, text) for p, _line, text in r.analysis.notes]
+    assert [p for p, _ in notes] == [2, 6, 7] and all("unpacked" in t and "BroadcastGlobalVariablesCallback" in t
+                                                      for _, t in notes)
 
 
 # -- R9 ------------------------------------------------------------------------------------------
@@ -555,6 +585,42 @@ def test_t5_fit_under_a_condition(check):
     assert r.src(f) == "model.fit(x, y, batch_size=8, epochs=2)"
     assert_blocks(r, f, "HVD050", "HVD051")
     assert not {"HVD050", "HVD051"} & set(r.codes()) and "HVD101" in r.codes()
+
+
+@pytest.mark.parametrize("head, test", [
+    ("data_augmentation = True\n", "not data_augmentation"),
+    ("import argparse\nparser = argparse.ArgumentParser()\nargs = parser.parse_args()\n", "args.epochs > 1"),
+    ("from absl import flags\nFLAGS = flags.FLAGS\n", "FLAGS.mode == 'fit'"),
+])
+def test_t5_fit_and_fit_generator_under_a_test_the_same_on_every_rank_convert(check, head, test):
+    """keras cifar10_cnn: ``if not data_augmentation: fit(...) else: fit_generator(...)``: every
+    rank takes the same branch, so both are converted (fit_generator is fit on a generator)."""
+    body = KERAS_FIT.replace("model.fit(x, y, batch_size=8, epochs=2)",
+                             head + f"if {test}:\n    model.fit(x, y, batch_size=8, epochs=2)\nelse:\n"
+                             "    model.fit_generator(gen, epochs=2)")
+    r = check(body)
+    assert restriction_codes(r) == [] and not r.analysis.refused
+    assert len(r.all("HVD050")) == 2 and len(r.all("HVD051")) == 2
+    out = r.converted()
+    assert "    model.fit_generator(gen, epochs=int(math.ceil(2 / hvd.size())), " \
+        "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)], verbose=1 if hvd.rank() == 0 else 0)" in out
+
+
+@pytest.mark.parametrize("test", ["hvd.rank() == 0", "np.random.rand() > 0.5", "loss > 1", "os.path.exists(p)"])
+def test_t5_fit_under_a_per_rank_or_unknown_test_still_blocks(check, test):
+    r = check(KERAS_FIT.replace("model.fit(x, y, batch_size=8, epochs=2)",
+                                "import os\nimport horovod.tensorflow.keras as hvd\nloss, p = 2.0, '/tmp/x'\n"
+                                f"if {test}:\n    model.fit(x, y, batch_size=8, epochs=2)"))
+    f = r.one("HVD-T5")
+    assert "may differ between ranks" in f.message and "test only constants or flags" in f.message
+
+
+def test_fit_generator_positional_callbacks_and_verbose(check):
+    """fit_generator(generator, steps_per_epoch, epochs, verbose, callbacks): its own positions."""
+    r = check(KERAS_FIT.replace("model.fit(x, y, batch_size=8, epochs=2)",
+                                "model.fit_generator(gen, 4, 2, 1, [cb])"))
+    out = r.converted()
+    assert "model.fit_generator(gen, 4, 2, 1 if hvd.rank() == 0 else 0, [hvd.callbacks.BroadcastGlobalVariablesCallback(0), " in out, out
 
 
 def test_t5_negative_main_guard_and_try(check):

@@ -55,6 +55,12 @@ def restriction_facts(env: Env) -> None:
     _r9(env)
 
 
+# Modules of TensorFlow bound to a name by an assignment: calls through them resolve to their
+# qualified names like an import's, so the rules find and rewrite what is created there.
+MODULE_ALIASES = frozenset({"tensorflow.keras", "tensorflow.keras.layers", "tensorflow.keras.optimizers",
+                            "tensorflow.keras.callbacks", "tensorflow.keras.models", "tensorflow.keras.losses"})
+
+
 def _r2_r3(env: Env) -> None:
     for name, stmt in env.module_aliases.items():
         what = "by a call, not an import" if N.dotted(N.assign_parts(stmt)[1]) is None else f"to `{name}` by an assignment"
@@ -68,6 +74,8 @@ def _r2_r3(env: Env) -> None:
                                         f"what `{b.name}.` reaches is not known; give the other value another name", SETUP))
     for name, stmt in env.member_aliases.items():
         q = env.aliases.get(name)
+        if q in MODULE_ALIASES:
+            continue     # ``keras = tf.keras``: a module; what is reached through it resolves (env.aliases)
         roles = set(REACH.get(q, ()))
         r = member_role(q)
         if r is not None and not q.startswith("tensorflow.data."):
