@@ -51,6 +51,7 @@ from .gradflow import gradient_inside, is_training_tape, single_target
 from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
 from .roles import LIBRARIES, ROLE_RULES, SETUP, Problem
 from .strategy import strategy_problems
+from .tf1_api import tf1_api_problems
 from .uniform import uniform_conditions
 
 TAPE_RULES = ("HVD020", "HVD021")
@@ -72,6 +73,7 @@ def check(env: Env, summary: Summary) -> list[Problem]:
                _t3_mixed, _t4_functions_as_values, _t5_conditional):
         problems += fn(env, summary)
     problems += strategy_problems(env)          # HVD092: a tf.distribute program gets no edit
+    problems += tf1_api_problems(env)           # HVD093: TF1 API the pinned TF 2.15 lacks
     _expand_sites(env, problems)
     _whole_loop(env, problems)
     for p in problems:
