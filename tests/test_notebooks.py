@@ -335,7 +335,7 @@ def test_shell_line_continued_with_a_backslash_is_masked_whole():
 
 
 def test_to_script_of_a_refused_notebook_writes_nothing_exit_3(tmp_path):
-    cells = [["import sys\n", "import tensorflow as tf\n", "if sys.argv[1:]:\n",
+    cells = [["import os\n", "import tensorflow as tf\n", "if os.path.exists('/tmp/fast'):\n",
               "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n", "    opt = tf.keras.optimizers.Adam(0.01)\n",
               "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n", "model.compile(optimizer=opt, loss='mse')\n",
               "model.fit(tf.ones((8, 2)), tf.ones((8, 1)), epochs=2)\n"]]
