@@ -113,8 +113,8 @@ def test_to_script_comments_magics_and_gives_the_launch_command(tmp_path):
 
 
 def test_refused_notebook_is_printed_unchanged_exit_3(tmp_path):
-    cells = [["import sys\n", "import tensorflow as tf\n"],
-             ["if sys.argv[1:]:\n", "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n",
+    cells = [["import os\n", "import tensorflow as tf\n"],
+             ["if os.path.exists('/tmp/fast'):\n", "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n",
               "    opt = tf.keras.optimizers.Adam(0.01)\n",
               "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"],
              ["for x in tf.data.Dataset.range(4):\n", "    with tf.GradientTape() as tape:\n",
@@ -126,7 +126,7 @@ def test_refused_notebook_is_printed_unchanged_exit_3(tmp_path):
     proc = run("convert", str(path))
     assert proc.returncode == 3
     assert proc.stdout == path.read_bytes()
-    assert b"NOT CONVERTED" in proc.stderr and b"\n    cell 2 line 2: HVD-R7 optimizer `opt` is created under a condition" in proc.stderr
+    assert b"NOT CONVERTED" in proc.stderr and b"\n    cell 2 line 2: HVD-R7 optimizer `opt` is chosen by a test that may differ" in proc.stderr
     assert run("convert", "--write", str(path)).returncode == 3
     assert path.read_text(encoding="utf-8") == make(cells)
 
@@ -335,7 +335,7 @@ def test_shell_line_continued_with_a_backslash_is_masked_whole():
 
 
 def test_to_script_of_a_refused_notebook_writes_nothing_exit_3(tmp_path):
-    cells = [["import sys\n", "import tensorflow as tf\n", "if sys.argv[1:]:\n",
+    cells = [["import os\n", "import tensorflow as tf\n", "if os.path.exists('/tmp/fast'):\n",
               "    opt = tf.keras.optimizers.SGD(0.1)\n", "else:\n", "    opt = tf.keras.optimizers.Adam(0.01)\n",
               "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n", "model.compile(optimizer=opt, loss='mse')\n",
               "model.fit(tf.ones((8, 2)), tf.ones((8, 1)), epochs=2)\n"]]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 SCRIPT = Path(sys.executable).parent / "horovodize"
 
-REFUSED = """import sys
+REFUSED = """import os
 import tensorflow as tf
 
-if sys.argv[1:]:
+if os.path.exists("/tmp/fast"):
     opt = tf.keras.optimizers.SGD(0.1)
 else:
     opt = tf.keras.optimizers.Adam(0.01)

@@ -180,7 +180,7 @@ def train(model, opt, ds, *args, **kwargs):
         return inner
 
 
-opt = Adam(0.1) if os.environ else tf.keras.optimizers.SGD()
+opt = Adam(0.1) if os.getpid() % 2 else tf.keras.optimizers.SGD()
 opt2 = opt
 ds = tf.data.Dataset.range(4).batch(2)
 ds = ds.take(2)

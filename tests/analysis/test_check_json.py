@@ -69,8 +69,8 @@ def test_fit_and_estimator_loops(tmp_path, text, code):
 
 
 def test_restriction_reports_blocked_rules(tmp_path):
-    text = ("import tensorflow as tf\nimport sys\nmodel = tf.keras.Sequential([])\n"
-            "if sys.argv[1:]:\n    opt = tf.keras.optimizers.SGD(0.1)\nelse:\n    opt = tf.keras.optimizers.Adam()\n"
+    text = ("import tensorflow as tf\nimport os\nmodel = tf.keras.Sequential([])\n"
+            "if os.path.exists('/tmp/x'):\n    opt = tf.keras.optimizers.SGD(0.1)\nelse:\n    opt = tf.keras.optimizers.Adam()\n"
             "model.compile(optimizer=opt, loss='mse')\nmodel.fit(x, y)\n")
     _, results = run_check(tmp_path, text)
     r7 = by_code(results, "HVD-R7")

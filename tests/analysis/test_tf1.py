@@ -491,3 +491,54 @@ for _ in range(1000):
     assert not [c for c in r.codes() if c.startswith("HVD-")]
     assert ("tf.global_variables_initializer().run()\nsess.run(hvd.broadcast_global_variables(0))\n"
             "for _ in range(max(1, 1000 // hvd.size())):") in r.converted()
+
+
+# -- HVD093: TF1 API the pinned TensorFlow 2.15 lacks ------------------------------------------
+TF1_PLAIN = """import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 4])
+y = tf.placeholder(tf.float32, [None, 1])
+w = tf.Variable(tf.zeros([4, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(10):
+        sess.run(train_op, feed_dict={x: [[1.0] * 4], y: [[1.0]]})
+"""
+
+
+def test_hvd093_tf1_api_through_tf2_module_blocks_with_how_to_unblock(check):
+    r = check(TF1_PLAIN)
+    f = r.one("HVD093")
+    assert r.src(f) == "tf.placeholder(tf.float32, [None, 4])"
+    assert "tf_upgrade_v2" in f.message and "tensorflow.compat.v1" in f.message
+    assert [m for _, m in r.related(f)][:2] == ["`tf.train.GradientDescentOptimizer` is TensorFlow 1 API too",
+                                                "`tf.Session` is TensorFlow 1 API too"]
+    assert r.analysis.refused and r.converted() == TF1_PLAIN
+
+
+def test_hvd093_negative_the_same_program_through_compat_v1_converts(check):
+    for text in (TF1_PLAIN.replace("import tensorflow as tf", "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()"),
+                 TF1_PLAIN.replace("tf.placeholder", "tf.compat.v1.placeholder").replace("tf.train.", "tf.compat.v1.train.")
+                 .replace("tf.Session", "tf.compat.v1.Session").replace("tf.global_variables", "tf.compat.v1.global_variables")):
+        r = check(text)
+        assert "HVD093" not in r.codes() and not r.analysis.refused
+        assert "hvd.DistributedOptimizer" in r.converted()
+
+
+def test_hvd093_tensorflow_examples_blocks_whatever_the_module(check):
+    text = ("from tensorflow.examples.tutorials.mnist import input_data\n"
+            + TF1_PLAIN.replace("import tensorflow as tf", "import tensorflow.compat.v1 as tf"))
+    r = check(text)
+    f = r.one("HVD093")
+    assert r.src(f).startswith("from tensorflow.examples") and "tf.keras.datasets.mnist" in f.message
+    assert r.analysis.refused
+
+
+def test_hvd093_report_point_11_is_blocked():
+    """The review saw point 11 say "nothing to change" for a TF1 script on TF 2.15."""
+    from horovodize.app.report import build
+    from horovodize.engine import analyze
+    report = build(analyze(TF1_PLAIN), "tf1.py")
+    [p11] = [p for p in report["points"] if p["point"] == 11]
+    assert p11["status"] == "blocked" and "TensorFlow 1 API" in p11["reason"], p11

@@ -76,6 +76,14 @@ SPECS = [
     # dataset of 16 batches is sharded, 8 steps per rank
     Spec("fit_and_tape_modes.py", {"lr": 0.001, "lr2": 0.002}, [r"custom step 0 loss"],
          per_rank={"steps": {0: 16 // SIZE, 1: 16 // SIZE}}),
+    # issue 26: a helper's optimizer through a default argument, one chosen by a module
+    # constant, the same name created again, fit / fit_generator chosen by a module flag
+    # (HVD-R5/R7/T5 used to refuse it): every rate scaled, fit_generator 8 steps -> 4 per rank
+    Spec("experiments_by_flag.py", {"lr": 0.001, "lr2": 0.002, "lr3": 0.003}, [r"4/4 \[="]),
+    # two sessions (train and save, then init, restore and train): a broadcast in each, and the
+    # barrier before the restore run by the session (a graph-mode allreduce only builds an op);
+    # the checksum adds the first session's weights, so a missing first broadcast shows
+    Spec("tf1_two_sessions.py", {}, per_rank={"steps": {0: 20, 1: 20}}),
     Spec("self_train_step.py", {"lr": 0.004}, [r"step 0 loss"]),      # self.train_step = tf.function(...)
     # distributed by hand, half way (issue 10): convert adds only the missing broadcast; the
     # unscaled rate and the prints on every rank are the user's (hints, not applied)

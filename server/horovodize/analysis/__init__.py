@@ -5,7 +5,9 @@ tensorflow, keras, the optimizer, dataset, model, checkpoint, estimator, schedul
 built with `roles`, `bindings`, `creations`, `callables`), the Horovod facts of a program
 that already uses Horovod (`hvd_facts`, `hvd_reach`), the training-loop summary (`loop`,
 with TF1 sessions in `session` and the tapes that train in `gradflow`), the Keras 3 and
-``tf.distribute`` facts (`keras3`, `strategy`), what calls do outside the program
+``tf.distribute`` facts (`keras3`, `strategy`), TensorFlow 1 API the pinned TF 2.15 lacks
+(`tf1_api`), the conditions that are the same on every
+rank (`uniform`), what calls do outside the program
 (`effects`: write, read, print, display, collective; asked through ``HvdFacts.effects``),
 and the restriction checks (`restrictions`:
 which rule sites a violated restriction blocks, and why).

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..parse import nodes as N
 from ..parse.scopes import Span, header, is_name_use, mentions, outermost_function
+from .uniform import same_on_every_rank, uniform_conditions
 from .roles import (
     REACH,
     ROLE_RULES,
@@ -54,6 +55,12 @@ def restriction_facts(env: Env) -> None:
     _r9(env)
 
 
+# Modules of TensorFlow bound to a name by an assignment: calls through them resolve to their
+# qualified names like an import's, so the rules find and rewrite what is created there.
+MODULE_ALIASES = frozenset({"tensorflow.keras", "tensorflow.keras.layers", "tensorflow.keras.optimizers",
+                            "tensorflow.keras.callbacks", "tensorflow.keras.models", "tensorflow.keras.losses"})
+
+
 def _r2_r3(env: Env) -> None:
     for name, stmt in env.module_aliases.items():
         what = "by a call, not an import" if N.dotted(N.assign_parts(stmt)[1]) is None else f"to `{name}` by an assignment"
@@ -67,6 +74,8 @@ def _r2_r3(env: Env) -> None:
                                         f"what `{b.name}.` reaches is not known; give the other value another name", SETUP))
     for name, stmt in env.member_aliases.items():
         q = env.aliases.get(name)
+        if q in MODULE_ALIASES:
+            continue     # ``keras = tf.keras``: a module; what is reached through it resolves (env.aliases)
         roles = set(REACH.get(q, ()))
         r = member_role(q)
         if r is not None and not q.startswith("tensorflow.data."):
@@ -119,10 +128,13 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
         env.problems.append(Problem(code, b.stmt, msg, blocks, first, sites=list(sites), related=list(related)))
     counted = []
     for b in creations:
-        if b.conditional is not None and role != "checkpoint" and not _train_mode_branch(b):
+        if b.conditional is not None and role != "checkpoint" and not _train_mode_branch(b) \
+                and not (role == "optimizer" and _same_branch_on_every_rank(env, b)):
             what = "a conditional expression" if b.conditional is b.value else "a condition"
-            problem("R7", b, f"{role} `{b.name}` is created under {what} (a branch would stay "
-                    "unconverted); create it once, unconditionally",
+            msg = f"optimizer `{b.name}` is chosen by a test that may differ between ranks; test only constants or " \
+                "flags, or create it once" if role == "optimizer" else f"{role} `{b.name}` is created under {what} " \
+                "(a branch would stay unconverted); create it once, unconditionally"
+            problem("R7", b, msg,
                     [(header(b.conditional), "the condition")] if b.conditional is not b.value else [])
         elif b.loop is not None:
             problem(code_once, b, f"{role} `{b.name}` is created inside a loop, once per iteration, and "
@@ -130,7 +142,16 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
                     [(header(b.loop), "the loop")])
         else:
             counted.append(b)
+    if role == "optimizer" and not _tape_trained(env):
+        counted = counted[:1]    # each creation is scaled and wrapped where it is made (rules/optimizer.py)
+    elif role == "optimizer":
+        counted = [b for b in counted if b.conditional is None]     # (one branch runs: one creation)
     for b in counted[1:]:
+        if role == "optimizer":
+            problem(code_once, b, f"optimizer `{b.name}` is created again in a program with a GradientTape step, "
+                    "whose broadcast after the first step runs once and would miss the later optimizer's state; "
+                    "give each creation its own name and training loop", [(counted[0].stmt, "first created here")])
+            continue
         problem(code_once, b, f"{role} `{b.name}` is created more than once and the rules rewrite one "
                 "creation of a name; give each creation its own name", [(counted[0].stmt, "first created here")])
     start = first.stmt.start_pos
@@ -257,6 +278,25 @@ def _local_in(env: Env, name: str, fn) -> bool:
         return not any(g.type == "global_stmt" and any(getattr(c, "value", None) == name for c in g.children)
                        for g in env.index.globals if N.enclosing(g, {"funcdef"}) is fn)
     return False
+
+
+def _same_branch_on_every_rank(env: Env, b: Binding) -> bool:
+    """An optimizer chosen by a test that is the same on every rank (a constant, a flag, a
+    default argument: uniform.py): every branch's creation is scaled and wrapped, and every
+    rank takes the same one."""
+    if b.conditional is b.value:
+        test = b.value.children[2] if len(b.value.children) == 5 else None
+        if test is None or not same_on_every_rank(env, test):
+            return False
+    return uniform_conditions(env, b.stmt, b.scope)
+
+
+def _tape_trained(env: Env) -> bool:
+    """Does the program apply gradients itself (a GradientTape step)? There the broadcast
+    after the first step runs once per step function (a flag), so an optimizer created
+    again after training started would keep a state no rank sent: several unconditional
+    creations of one name still block."""
+    return bool(env.calls_with_method("apply_gradients"))
 
 
 def _train_mode_branch(b: Binding) -> bool:

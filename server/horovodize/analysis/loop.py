@@ -48,6 +48,8 @@ from .roles import call_position
 
 TAPE, FIT, ESTIMATOR = "GradientTape", "Keras fit", "Estimator"
 SESSION = "Session"            # TF1 graph mode: a train op run in a Session
+# Keras training calls: ``fit_generator`` (deprecated, still in Keras 2.15) is ``fit`` on a generator.
+FIT_METHODS = ("fit", "fit_generator")
 LOOP_CODES = {TAPE: "HVD100", FIT: "HVD101", ESTIMATOR: "HVD102"}
 LOOP_CODES[SESSION] = "HVD103"
 BOTTOM: frozenset = frozenset()
@@ -327,7 +329,7 @@ class _Summarizer:
             return TAPE if b is None or b.role != "tape" or is_training_tape(env, b) else None
         if q == "tensorflow.estimator.train_and_evaluate":
             return ESTIMATOR
-        if method == "fit" and self.is_model(call):
+        if method in FIT_METHODS and self.is_model(call):
             return FIT
         if method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator"):
             return ESTIMATOR
@@ -411,7 +413,7 @@ class _Summarizer:
         code = call.trailer.get_code(include_prefix=False)
         if "BroadcastGlobalVariables" in code:
             return True
-        arg = call.keyword("callbacks") or call.positional(5)
+        arg = call.keyword("callbacks") or call.positional(5 if call.method == "fit" else 4)
         b = env.lookup(N.dotted(arg.value), call.node) if arg is not None else None
         return b is not None and "BroadcastGlobalVariables" in b.value.get_code(include_prefix=False)
 
@@ -561,11 +563,11 @@ def _sites(env: Env, s: _Summarizer) -> list[LoopSite]:
                 seen.add(id(b))
                 site.related.append((b.stmt, f"optimizer `{b.name}` is created here"))
         sites.append(site)
-    candidates = env.calls_with_method("fit", "train")
+    candidates = env.calls_with_method(*FIT_METHODS, "train")
     candidates += env.calls_where(lambda q: q == "tensorflow.estimator.train_and_evaluate")
     candidates.sort(key=call_position)
     for call in candidates:
-        if call.method == "fit" and s.is_model(call):
+        if call.method in FIT_METHODS and s.is_model(call):
             sites.append(_fit_site(env, s, call, keras_steps))
         elif (call.method == "train" and env.lookup(call.receiver_dotted(), call.node, "estimator")) or \
                 env.callee_qualname(call) == "tensorflow.estimator.train_and_evaluate":

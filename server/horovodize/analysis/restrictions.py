@@ -12,7 +12,8 @@ What each restriction blocks:
 * R4 ``print`` with a side effect — HVD030 on that print;
 * R5/R10 created twice, in a loop, without an assignment, or aliased; R6 reassigned;
   R7 created under a condition — the rules on that optimizer/dataset/checkpoint;
-* R8 ``apply_gradients`` not a statement / assignment RHS — HVD021 there;
+* R8 ``apply_gradients`` not a statement / assignment RHS — HVD021 there (not for a TF1
+  optimizer or in an Estimator program: nothing is inserted after that call);
 * R9 global optimizer defined after a function using it — HVD021 in that function;
   changed inside a function — the optimizer rules;
 * T1 loop continues in another file — the optimizer rules on what is handed over;
@@ -23,7 +24,8 @@ What each restriction blocks:
   optimizer (gradflow) is not a loop, so it never makes T3;
 * T4 training function used as a value (not through a known higher-order call:
   callables.py), T5 defined / run under a condition — the loop rules of that function
-  or branch.
+  or branch (a loop run under a test the same on every rank, uniform.py, is no T5:
+  every branch converts).
 
 A violation that stops any synchronisation rule (learning-rate scaling, distributed
 optimizer or tape, initial broadcast) stops all of them in the file (`_whole_loop`).
@@ -49,6 +51,8 @@ from .gradflow import gradient_inside, is_training_tape, single_target
 from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
 from .roles import LIBRARIES, ROLE_RULES, SETUP, Problem
 from .strategy import strategy_problems
+from .tf1_api import tf1_api_problems
+from .uniform import uniform_conditions
 
 TAPE_RULES = ("HVD020", "HVD021")
 FIT_RULES = ("HVD050", "HVD051")
@@ -69,6 +73,7 @@ def check(env: Env, summary: Summary) -> list[Problem]:
                _t3_mixed, _t4_functions_as_values, _t5_conditional):
         problems += fn(env, summary)
     problems += strategy_problems(env)          # HVD092: a tf.distribute program gets no edit
+    problems += tf1_api_problems(env)           # HVD093: TF1 API the pinned TF 2.15 lacks
     _expand_sites(env, problems)
     _whole_loop(env, problems)
     for p in problems:
@@ -262,8 +267,9 @@ def _r8_apply_gradients(env: Env, summary: Summary) -> list[Problem]:
     out = []
     for call in env.calls_with_method("apply_gradients"):
         receiver = call.receiver_dotted()
-        if env.lookup(receiver, call.node, "optimizer") is None:
-            continue
+        b = env.lookup(receiver, call.node, "optimizer")
+        if b is None or b.tf1 or (summary.estimator and TAPE not in summary.kinds):
+            continue    # a TF1 optimizer is wrapped, an Estimator broadcasts by a hook: no edit after this call
         where = _apply_context(call)
         if where is None:
             continue
@@ -602,11 +608,12 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
         if site.distributed or (site.function is not None and id(site.function) in conditional_defs):
             continue
         cond = conditional_ancestor(site.node, site.function or module)
-        if cond is None:
-            continue
+        if cond is None or uniform_conditions(env, site.node, site.function or module):
+            continue      # (a test the same on every rank: each branch's loop converts)
         what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
-        out.append(Problem("T5", site.node, f"the {what} runs under a condition that may differ between ranks (a rank "
-                           "left out would hang the others); run it unconditionally", KIND_RULES[site.kind],
+        out.append(Problem("T5", site.node, f"the {what} runs under a test that may differ between ranks (a rank "
+                           "left out would hang the others); test only constants or flags, or run it unconditionally",
+                           KIND_RULES[site.kind],
                            region=cond, related=[(header(cond), "the condition")]))
     return out
 

@@ -143,7 +143,7 @@ def class_generation(env) -> object:
 
 
 # -- calls ---------------------------------------------------------------------------------
-LOOP_METHODS = frozenset({"run", "fit", "train"})       # calls that may start a training loop
+LOOP_METHODS = frozenset({"run", "fit", "fit_generator", "train"})   # calls that may start a training loop
 LOOP_QUALNAMES = frozenset({"tensorflow.GradientTape", "tensorflow.estimator.train_and_evaluate"})
 
 

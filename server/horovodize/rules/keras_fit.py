@@ -6,6 +6,9 @@ rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 on
 ``verbose`` of ``fit``/``evaluate``/``predict`` and of the steering callbacks that run on every
 rank (``EarlyStopping(verbose=1)``), and ``tqdm``/``trange`` bars (``disable=hvd.rank() != 0``).
 
+``fit_generator`` (deprecated, still in Keras 2.15) is treated as ``fit``, with its own
+positions of ``verbose`` and ``callbacks``.
+
 Requires: env (model bindings, or a name the file calls ``compile`` on), loop (flavour).
 """
 
@@ -36,13 +39,28 @@ TQDM = frozenset({"tqdm", "trange", "tqdm.tqdm", "tqdm.trange", "tqdm.auto.tqdm"
 LOW_PRECEDENCE = ("test", "lambdef", "namedexpr_test")
 
 
-def fit_calls(ctx: RuleContext) -> Iterator[N.Call]:
-    """Every ``model.fit(...)`` on something the file knows to be a Keras model."""
+# Keras 2 Model.fit_generator(generator, steps_per_epoch, epochs, verbose, callbacks, ...)
+GENERATOR_VERBOSE_POS, GENERATOR_CALLBACKS_POS = 3, 4
+
+
+def fit_calls(ctx: RuleContext, generators: bool = False) -> Iterator[N.Call]:
+    """Every ``model.fit(...)`` on something the file knows to be a Keras model (and, with
+    `generators`, every ``model.fit_generator(...)``: deprecated, still in Keras 2.15)."""
     compiled = {c.receiver_dotted() for c in ctx.calls("compile")}
-    for call in ctx.calls("fit"):
+    calls = ctx.calls("fit") + ctx.calls("fit_generator") if generators else ctx.calls("fit")
+    for call in sorted(calls, key=lambda c: c.node.start_pos) if generators else calls:
         receiver = call.receiver_dotted()
+        if call.method not in ("fit", "fit_generator"):
+            continue
         if receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
             yield call
+
+
+def _positions(call: N.Call) -> tuple[int, int]:
+    """(verbose, callbacks) positional indexes of a fit or fit_generator call."""
+    if call.method == "fit_generator":
+        return GENERATOR_VERBOSE_POS, GENERATOR_CALLBACKS_POS
+    return VERBOSE_POS, CALLBACKS_POS
 
 
 def model_calls(ctx: RuleContext, method: str) -> Iterator[N.Call]:
@@ -55,11 +73,12 @@ def model_calls(ctx: RuleContext, method: str) -> Iterator[N.Call]:
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    for call in fit_calls(ctx):
+    for call in fit_calls(ctx, generators=True):
         if call.has_star():
+            _unpacked(ctx, call)
             continue
         yield from _callbacks(ctx, call)
-        yield from _verbose(ctx, call)
+        yield from _verbose(ctx, call, _positions(call)[0])
     if not ctx.summary.sites:
         return
     for method, pos in OTHER_VERBOSE_POS.items():
@@ -68,6 +87,23 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield from _verbose(ctx, call, pos, f"every rank prints {method} progress")
     yield from _steering_verbose(ctx)
     yield from _tqdm(ctx)
+
+
+def _unpacked(ctx: RuleContext, call: N.Call) -> None:
+    """``model.fit(**params)``: its callbacks and verbose come from the unpacked arguments,
+    which the conversion does not edit; the report says so (points 2, 6, 7) instead of
+    "nothing to change"."""
+    if ctx.blocked("HVD050", call.node) or ctx.facts.uses_horovod:   # (by hand: its params may hold them)
+        return
+    what = call.node.get_code(include_prefix=False).split("(", 1)[0]
+    text = (f"`{what}(...)` takes its arguments unpacked (`*`/`**`), which the conversion does not edit: add "
+            f"{ctx.hvd}.callbacks.BroadcastGlobalVariablesCallback(0) first in its callbacks and verbose=0 on "
+            "ranks other than 0, or pass callbacks= and verbose= by name")
+    notes = ctx.__dict__.setdefault("notes", [])
+    line = call.node.start_pos[0]
+    for point in (2, 6, 7):
+        if (point, line, text) not in notes:
+            notes.append((point, line, text))
 
 
 def _steering_verbose(ctx: RuleContext) -> Iterator[Finding]:
@@ -139,7 +175,7 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     broadcast = f"{hvd}.callbacks.BroadcastGlobalVariablesCallback(0)"
     # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
-    arg = _arg(call, "callbacks", CALLBACKS_POS)
+    arg = _arg(call, "callbacks", _positions(call)[1])
     # a History that is read (plotted, printed, compared) holds the metrics averaged over the
     # ranks, as Horovod's guide has it, also for a fit that had no callbacks
     history_read = _history_read(ctx, call)

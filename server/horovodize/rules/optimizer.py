@@ -36,14 +36,19 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
     by_tape = tape_optimizers(ctx) if tape_loops_beside_fit(ctx) else set()   # (their tape averages)
     by_tape |= _step_tape_optimizers(ctx)
+    scaled: set = set()          # creations scaled once (a helper may be called from two bindings)
     for b in env.with_role():
         if b.role != "optimizer":
             continue
-        call = N.as_call(b.value)
-        if call is None:
+        created = creations(ctx, b.value) or [c for c in (N.as_call(b.value),) if c is not None]
+        if not created:
             continue
-        yield from _scale(ctx, call, b)
-        if wraps_optimizer(ctx) and id(b) not in by_tape and not ctx.facts.optimizer_wrapped(b.name, b.value) \
+        for call in created:
+            if id(call.node) not in scaled:
+                scaled.add(id(call.node))
+                yield from _scale(ctx, call, b)
+        call = created[0]
+        if wraps_optimizer(ctx) and not _returns_own_binding(ctx, b.value) and id(b) not in by_tape and not ctx.facts.optimizer_wrapped(b.name, b.value) \
                 and not ctx.blocked("HVD011", b.stmt, b):
             edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",
@@ -51,6 +56,44 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.calls("compile"):
         if call.is_whole():
             yield from _compile(ctx, call)
+
+
+def creations(ctx: RuleContext, value, depth: int = 0) -> list[N.Call]:
+    """The optimizer constructors behind a binding's value: the call itself, each branch of
+    ``Adam(...) if x else SGD(...)``, or what a local helper returns (``get_optimizer()``
+    returning ``tf.keras.optimizers.Adam(lr)``, followed through helpers up to 4 deep)."""
+    env = ctx.env
+    value = N.unparen(value)
+    if value.type == "test" and len(value.children) == 5 and depth < 4:     # a if c else b
+        return creations(ctx, value.children[0], depth + 1) + creations(ctx, value.children[-1], depth + 1)
+    call = env.as_call(value)
+    if call is None:
+        return []
+    if (env.role_of_call(call) or ("",))[0] == "optimizer":
+        return [call]
+    fn = env.call_target(call) if depth < 4 else None
+    if fn is None:
+        return []
+    out = []
+    for ret in env.index.returns.get(id(fn), []):
+        if len(ret.children) >= 2 and ret.children[1].type != "testlist_star_expr":
+            out += creations(ctx, ret.children[1], depth + 1)
+    return out
+
+
+def _returns_own_binding(ctx: RuleContext, value) -> bool:
+    """``optimizer = get_optimizer()`` where the helper returns its own optimizer binding
+    (``opt = Adam(...); return opt``): that binding is wrapped where it is created, so the
+    value is wrapped already (a second wrapper would average every gradient twice)."""
+    call = ctx.env.as_call(N.unparen(value))
+    fn = ctx.env.call_target(call) if call is not None else None
+    if fn is None:
+        return False
+    for ret in ctx.env.index.returns.get(id(fn), []):
+        if len(ret.children) >= 2 and ret.children[1].type == "name":
+            if any(g.role == "optimizer" for g in ctx.env.bindings_of(ret.children[1].value, fn)):
+                return True
+    return False
 
 
 def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:

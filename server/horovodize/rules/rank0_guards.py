@@ -399,9 +399,21 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
             continue      # a barrier (in the program, or one inserted above) already waits
         done.add(id(N.statement_of(call.node)))
         done.add(id(stmt))
-        edit = ctx.insert_before_stmt(stmt, f'{ctx.hvd}.allreduce({zero}, name="barrier")')
+        barrier = f'{ctx.hvd}.allreduce({zero}, name="barrier")'
+        sess = _graph_session(ctx, call)
+        edit = ctx.insert_before_stmt(stmt, f"{sess}.run({barrier})" if sess else barrier)
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
+
+
+def _graph_session(ctx: RuleContext, call: N.Call) -> str | None:
+    """In TF1 graph mode an allreduce only builds an op: the barrier must be run by the
+    session around the read (``with tf.Session() as sess:``), else no rank waits."""
+    graph = ctx.summary.graph if ctx.summary is not None else None
+    if graph is None or not ctx.env.tf1:
+        return None
+    around = [s for s in graph.sessions if s.name and s.stmt.type == "with_stmt" and N.inside(call.node, s.stmt)]
+    return max(around, key=lambda s: s.stmt.start_pos).name if around else None
 
 
 def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:

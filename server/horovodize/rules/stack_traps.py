@@ -14,6 +14,11 @@ Warnings; HVD090 and HVD091 carry the fix the conversion applies.
 * HVD092 — a ``tf.distribute`` program: training is already distributed; Horovod on top
   would reduce twice and fight over devices. `analysis.strategy` makes it a restriction
   fact that blocks every rule in the file (the engine reports it through `diagnostics`).
+* HVD093 — TensorFlow 1 API through ``import tensorflow as tf`` (``tf.Session``,
+  ``tf.placeholder``, ``tf.train.AdamOptimizer``) or ``tensorflow.examples.tutorials``:
+  absent from TensorFlow 2.15, so the program cannot run on the pinned stack;
+  `analysis.tf1_api` makes it a fact that blocks every rule, the message says to run
+  tf_upgrade_v2 (or use ``tf.compat.v1``) / load MNIST from ``tf.keras.datasets``.
 
 These run after the rules (the engine calls `merged` once all findings are known), so a
 warning survives a conversion that is refused as a whole.
@@ -29,6 +34,7 @@ from ..analysis.callables import callee_name
 from ..analysis.keras3 import KERAS3_ROOTS, keras3_blockers, keras3_imports
 from ..analysis.loop import FIT, LOOP_CODES, TAPE
 from ..analysis.strategy import STRATEGY_METHODS, strategy_message, strategy_uses
+from ..analysis.tf1_api import tf1_api_messages
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import SEVERITY_RESTRICTION, Finding, Fix, Related, RuleContext
@@ -38,6 +44,7 @@ RULES = {
     "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras); Keras-3-only API blocks"),
     "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
+    "HVD093": ("tf1-api-on-tf2", "TensorFlow 1 API the pinned TensorFlow 2.15 lacks: no Horovod edit until it is upgraded"),
 }
 WARNINGS = tuple(RULES)
 
@@ -45,7 +52,7 @@ WARNINGS = tuple(RULES)
 def diagnostics(ctx: RuleContext, converting: bool = True) -> list[Finding]:
     """Every stack-trap warning of the file (HVD090–HVD092); with `converting` (the
     conversion is not refused) HVD090 and HVD091 carry their fixes."""
-    out = list(_strategy(ctx)) + list(_keras3(ctx, converting)) + list(_xla(ctx, converting))
+    out = list(_strategy(ctx)) + list(_keras3(ctx, converting)) + list(_xla(ctx, converting)) + list(_tf1_api(ctx))
     return out
 
 
@@ -72,6 +79,12 @@ def _strategy(ctx: RuleContext) -> Iterator[Finding]:
             if call.receiver_dotted() and "strateg" in call.receiver_dotted().lower()][:3]
     for node, name in strategy_uses(env):
         yield _warn(ctx, "HVD092", node, strategy_message(name), uses)
+
+
+# -- HVD093 -----------------------------------------------------------------------------------
+def _tf1_api(ctx: RuleContext) -> Iterator[Finding]:
+    for node, message, related in tf1_api_messages(ctx.env):
+        yield _warn(ctx, "HVD093", node, message, related)
 
 
 # -- HVD090 -----------------------------------------------------------------------------------

@@ -141,7 +141,10 @@ def _broadcast(ctx: RuleContext, g) -> Iterator[Finding]:
             continue
         if not any(r.session is s for r in g.runs):
             continue
-        last = max(s.inits, key=lambda n: n.end_pos)
+        inits = _own_inits(s)
+        if not inits:
+            continue
+        last = max(inits, key=lambda n: n.end_pos)
         anchor = _outside_branches(last, s)
         if ctx.blocked("HVD071", anchor):
             continue
@@ -153,6 +156,16 @@ def _broadcast(ctx: RuleContext, g) -> Iterator[Finding]:
         edit = ctx.insert_after_stmt(anchor, text)
         yield finding(ctx, "HVD071", last, f"session `{s.name}` starts each rank from its own initial variables",
                       Fix(RULES["HVD071"][1], [edit]))
+
+
+def _own_inits(s) -> list:
+    """The initializer runs of a ``with Session() as sess:`` inside its own block: two
+    sessions bound to one name one after the other (a first training, then a restore)
+    each get their broadcast (the second session's ``saver.restore(sess, ...)`` is not
+    the first one's initializer)."""
+    if s.stmt.type != "with_stmt":
+        return list(s.inits)
+    return [n for n in s.inits if N.inside(n, s.stmt)]
 
 
 def _broadcasts(ctx: RuleContext, s) -> bool:

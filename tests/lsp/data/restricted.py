@@ -1,9 +1,9 @@
-import sys
+import os
 
 import tensorflow as tf
 
 model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
-if len(sys.argv) > 1:
+if os.path.exists("/tmp/fast"):
     optimizer = tf.keras.optimizers.SGD(0.1)
 else:
     optimizer = tf.keras.optimizers.Adam(0.001)

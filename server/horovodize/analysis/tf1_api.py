@@ -1,0 +1,93 @@
+"""TensorFlow 1 API that TensorFlow 2.15 (the pinned stack) does not have (HVD093): a
+program that calls ``tf.Session``, ``tf.placeholder``, ``tf.train.AdamOptimizer``,
+``tf.layers.dense``, ... through ``import tensorflow as tf`` (not ``tensorflow.compat.v1``)
+stops with an AttributeError before it trains, and ``tensorflow.examples.tutorials`` is
+gone from TensorFlow 2 altogether. Converting such a program would hand over a script
+that cannot run, so the fact blocks every rule, as a ``tf.distribute`` program does
+(HVD092), and its message says how to unblock: tf_upgrade_v2 (or ``tf.compat.v1`` with
+``tf.disable_v2_behavior()``), Keras' MNIST loader.
+
+The names were checked on TensorFlow 2.15.1: every one listed is absent from the top-level
+module (``tf.losses.mean_squared_error`` and ``tf.estimator`` are still there, so they are
+not listed).
+
+Requires: env (qualified names, imports). Provides: `tf1_api_uses(env)`,
+`tf1_api_problems(env)`.
+"""
+
+from __future__ import annotations
+
+from ..parse.imports import from_module_text, import_bindings
+from .roles import SETUP, Problem
+
+# tensorflow.<name> removed in TensorFlow 2 (present only under tf.compat.v1)
+REMOVED = frozenset({
+    "Session", "InteractiveSession", "placeholder", "global_variables_initializer", "initialize_all_variables",
+    "local_variables_initializer", "get_variable", "variable_scope", "random_normal", "truncated_normal",
+    "train.AdamOptimizer", "train.GradientDescentOptimizer", "train.MomentumOptimizer", "train.RMSPropOptimizer",
+    "train.AdagradOptimizer", "train.AdadeltaOptimizer", "train.FtrlOptimizer", "train.Saver",
+    "train.get_or_create_global_step", "train.get_global_step", "train.MonitoredTrainingSession",
+    "summary.FileWriter", "metrics.accuracy",
+})
+REMOVED_MODULES = ("layers.", "contrib.")
+EXAMPLES = "tensorflow.examples"
+
+
+def tf1_api_uses(env) -> list[tuple[object, str]]:
+    """(node, `tf.X` as written) of each call of TF1-only API through the TF2 module, in
+    source order."""
+    out = []
+    for call, _owner in env.index.calls:
+        q = env.callee_qualname(call) or ""
+        if not q.startswith("tensorflow.") or _through_compat(env, call):
+            continue
+        rest = q[len("tensorflow."):]
+        if rest in REMOVED or rest.startswith(REMOVED_MODULES):
+            out.append((call.node, call.callee_dotted() or q))
+    out.sort(key=lambda u: u[0].start_pos)
+    return out
+
+
+def _through_compat(env, call) -> bool:
+    """``tf.compat.v1.Session()`` / ``v1 = tf.compat.v1; v1.Session()``: the qualified name
+    drops ``compat.v1``; the text and the alias it starts from keep it."""
+    dotted = call.callee_dotted() or ""
+    root = dotted.split(".", 1)[0]
+    return "compat" in dotted or "compat" in env.aliases.get(root, "")
+
+
+def examples_imports(env) -> list:
+    """The imports of ``tensorflow.examples.tutorials`` (the TF1 MNIST reader)."""
+    out = []
+    for node in env.imports:
+        try:
+            module = from_module_text(node) if node.type == "import_from" else None
+            names = [full for _, full in import_bindings(node)] if module is None else [module]
+        except (AttributeError, IndexError):
+            continue
+        if any(n == EXAMPLES or n.startswith(EXAMPLES + ".") for n in names):
+            out.append(node)
+    return out
+
+
+def tf1_api_messages(env) -> list[tuple[object, str, list]]:
+    """(node, message, related) of each HVD093 fact: the examples import, and the first call
+    of TF1-only API (the next ones as related information)."""
+    out = []
+    for node in examples_imports(env):
+        out.append((node, "`tensorflow.examples.tutorials` is not in TensorFlow 2 (the pinned stack is 2.15): load "
+                    "MNIST with tf.keras.datasets.mnist.load_data(), then convert", []))
+    uses = tf1_api_uses(env) if not env.tf1 else []
+    if uses:
+        node, name = uses[0]
+        more = [(n, f"`{w}` is TensorFlow 1 API too") for n, w in uses[1:] if w != name][:3]
+        out.append((node, f"`{name}` is TensorFlow 1 API, absent from TensorFlow 2.15 (the pinned stack): run "
+                    "tf_upgrade_v2 on the file (or use tensorflow.compat.v1 with tf.disable_v2_behavior()), "
+                    "then convert", more))
+    return out
+
+
+def tf1_api_problems(env) -> list[Problem]:
+    """One restriction fact per HVD093 finding: it blocks everything (`everywhere`)."""
+    return [Problem("HVD093", node, message, SETUP, everywhere=True, related=related)
+            for node, message, related in tf1_api_messages(env)]

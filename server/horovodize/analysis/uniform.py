@@ -1,0 +1,164 @@
+"""Conditions that are the same on every rank: a test that reads only literals, module
+constants, command-line values (``args = parser.parse_args()``, absl ``FLAGS``),
+``__name__``, ``os.environ`` / ``sys.argv`` and pure builtins over them. Every rank runs the
+same command with the same environment, so such a test takes the same branch everywhere,
+and training under it (T5) or an optimizer chosen by it (R7) converts branch by branch.
+A test that calls anything else (``hvd.rank()``, ``np.random.rand()``, a metric, a file
+check), reads a function's parameter or local, or a loop variable, is not known to be
+the same and keeps its restriction.
+
+Requires: parse (nodes, scopes); an `Env` (bindings, import aliases). Provides:
+`same_on_every_rank(env, node)`, `uniform_conditions(env, node, stop)` (which also admits
+the default-argument test ``if optimizer is None:``, `default_argument_test`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..parse import nodes as N
+from ..parse.imports import import_bindings
+from ..parse.scopes import is_main_guard
+
+if TYPE_CHECKING:                 # (annotations only)
+    from .env import Env
+
+# Calls whose result is the same on every rank when their arguments are.
+PURE_CALLS = frozenset({"len", "bool", "int", "float", "str", "isinstance", "os.getenv", "os.environ.get",
+                        "os.environ.__contains__"})
+# Methods that read the command line: the same argv on every rank.
+ARGV_METHODS = frozenset({"parse_args", "parse_known_args"})
+OPERATORS = frozenset({"comparison", "not_test", "and_test", "or_test", "arith_expr", "term", "factor",
+                       "expr", "xor_expr", "and_expr", "shift_expr", "testlist_comp", "exprlist", "testlist",
+                       "subscript", "subscriptlist", "sliceop"})
+
+
+def uniform_conditions(env: Env, node, stop) -> bool:
+    """Is every if/elif test between `node` and `stop` the same on every rank (a ``match``
+    or an ``except`` handler never is)?"""
+    cur = node.parent
+    while cur is not None and cur is not stop:
+        t = cur.type
+        if t == "if_stmt" and not is_main_guard(cur):
+            tests = [cur.children[i + 1] for i, c in enumerate(cur.children) if c in ("if", "elif")]
+            if not all(same_on_every_rank(env, test) or default_argument_test(env, test) for test in tests):
+                return False
+        elif t in ("match_stmt", "case_block", "except_clause", "try_stmt", "while_stmt"):
+            if t != "try_stmt" or _in_handler(cur, node):
+                return False
+        elif t in ("funcdef", "classdef", "lambdef"):
+            break
+        cur = cur.parent
+    return True
+
+
+def default_argument_test(env: Env, test) -> bool:
+    """``if optimizer is None:`` (or ``not optimizer``, ``is not None``) on a parameter of the
+    enclosing function whose default is None: the branch creates what the caller did not
+    pass; either way the value comes from a creation the rules see."""
+    if test.type == "not_test":
+        test = test.children[1]
+    elif test.type == "comparison" and len(test.children) == 3 and test.children[2].type == "keyword" \
+            and test.children[2].value == "None" and test.children[1].get_code(include_prefix=False).strip() in ("is", "is not", "==", "!="):
+        test = test.children[0]
+    if test.type != "name":
+        return False
+    fn = N.enclosing(test, {"funcdef"})
+    if fn is None:
+        return False
+    for p in fn.get_params():
+        if p.name.value == test.value:
+            return p.default is not None and p.default.type == "keyword" and p.default.value == "None"
+    return False
+
+
+def _imported(env: Env) -> set:
+    """Local names bound by the module's imports (memoised on the env)."""
+    found = env.__dict__.get("_uniform_imported")
+    if found is None:
+        found = env.__dict__["_uniform_imported"] = set()
+        for node in env.imports:
+            try:
+                found.update(local for local, _ in import_bindings(node))
+            except (AttributeError, IndexError):
+                continue
+    return found
+
+
+def _in_handler(try_stmt, node) -> bool:
+    for child in try_stmt.children:
+        if child.start_pos <= node.start_pos and node.end_pos <= child.end_pos:
+            prev = child.get_previous_sibling()
+            while prev is not None and prev.type == "operator":
+                prev = prev.get_previous_sibling()
+            return prev is not None and (prev.type == "except_clause" or prev == "except")
+    return False
+
+
+def same_on_every_rank(env: Env, node, depth: int = 0) -> bool:
+    if node is None or depth > 8:
+        return False
+    t = node.type
+    if t in ("number", "string", "operator") or (t == "keyword" and node.value in ("True", "False", "None", "not",
+                                                                                     "and", "or", "is", "in")):
+        return True
+    if t == "strings" or t == "fstring":
+        return all(same_on_every_rank(env, c, depth + 1) for c in node.children if c.type != "fstring_string")
+    if t == "name":
+        return _name(env, node, depth)
+    if t == "atom":
+        return all(same_on_every_rank(env, c, depth + 1) for c in node.children)
+    if t in OPERATORS or t == "comp_op":
+        return all(same_on_every_rank(env, c, depth + 1) for c in node.children)
+    if t in ("atom_expr", "power"):
+        return _trailers(env, node, depth)
+    return False
+
+
+def _trailers(env: Env, node, depth: int) -> bool:
+    kids = node.children
+    if any(N.is_call_trailer(tr) and N.Call(node, i).method in ARGV_METHODS for i, tr in enumerate(kids) if i):
+        return True           # ``parser.parse_args()``: the same argv on every rank
+    if kids[0] == "await":
+        return False
+    first_call = next((i for i in range(1, len(kids)) if N.is_call_trailer(kids[i])), None)
+    if first_call is None and not same_on_every_rank(env, kids[0], depth + 1):
+        return False          # (a callee is judged by its name: PURE_CALLS)
+    for i in range(1, len(kids)):
+        tr = kids[i]
+        if tr.type != "trailer":
+            return same_on_every_rank(env, tr, depth + 1)     # ``x ** 2``
+        if tr.children[0] == ".":
+            continue
+        if tr.children[0] == "[":
+            if not same_on_every_rank(env, tr.children[1], depth + 1):
+                return False
+            continue
+        call = N.Call(node, i)
+        if call.method in ARGV_METHODS:
+            continue
+        q = env.callee_qualname(call) or call.callee_dotted() or ""
+        if q not in PURE_CALLS or not all(same_on_every_rank(env, a.value, depth + 1) for a in call.args):
+            return False
+    return True
+
+
+def _name(env: Env, leaf, depth: int) -> bool:
+    name = leaf.value
+    if name == "__name__":
+        return True
+    fn = N.func_scope_of(leaf)
+    module = env.source.module
+    if fn is not module and (name in env.param_names(fn) or env.bindings_of(name, fn)):
+        return False          # a parameter or a local: set per call, not known here
+    if name in env.aliases or name in _imported(env):
+        return True           # an imported module or member (``sys``, ``FLAGS``, ``os``)
+    bound = env.bindings_of(name, module)
+    if not bound:
+        return False
+    for b in bound:
+        if b.stmt.type != "expr_stmt" or N.enclosing(b.stmt, {"for_stmt", "while_stmt", "funcdef"}) is not None:
+            return False      # a loop variable, or changed by a function (``global``)
+        if not same_on_every_rank(env, b.value, depth + 1):
+            return False
+    return True
