@@ -35,17 +35,21 @@ EXAMPLES = "tensorflow.examples"
 
 def tf1_api_uses(env) -> list[tuple[object, str]]:
     """(node, `tf.X` as written) of each call of TF1-only API through the TF2 module, in
-    source order."""
-    out = []
-    for call, _owner in env.index.calls:
-        q = env.callee_qualname(call) or ""
-        if not q.startswith("tensorflow.") or _through_compat(env, call):
-            continue
-        rest = q[len("tensorflow."):]
-        if rest in REMOVED or rest.startswith(REMOVED_MODULES):
-            out.append((call.node, call.callee_dotted() or q))
-    out.sort(key=lambda u: u[0].start_pos)
-    return out
+    source order (found once per analysis, from the calls kept by qualified name)."""
+    found = env.__dict__.get("_tf1_api_uses")
+    if found is None:
+        found = env.__dict__["_tf1_api_uses"] = [
+            (call.node, call.callee_dotted() or env.callee_qualname(call))
+            for call in env.calls_where(_removed) if not _through_compat(env, call)]
+        found.sort(key=lambda u: u[0].start_pos)
+    return found
+
+
+def _removed(q: str) -> bool:
+    if not q.startswith("tensorflow."):
+        return False
+    rest = q[len("tensorflow."):]
+    return rest in REMOVED or rest.startswith(REMOVED_MODULES)
 
 
 def _through_compat(env, call) -> bool:
