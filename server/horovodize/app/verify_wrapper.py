@@ -49,8 +49,8 @@ def _record(event, path):
         path = os.path.abspath(os.fsdecode(path))
     except Exception:
         return
-    if path.startswith(("/dev/", "/proc/", REPORT_DIR)) or "__pycache__" in path:
-        return
+    if path.startswith(("/dev/", "/proc/", REPORT_DIR)) or "__pycache__" in path or os.path.isdir(path):
+        return  # (a directory: tempfile.TemporaryFile's unnamed O_TMPFILE file, opened "w+" in it)
     if len(report["writes"]) < 5000:
         report["writes"].append([event, path, _user_line()])
 
