@@ -74,11 +74,13 @@ async def rehearse(ls: HorovodizeServer, *args):
     if not uri.startswith("file:"):
         raise JsonRpcInvalidParams(f"{REHEARSE}: {uri} is not a file on disk")
     token = f"horovodize-rehearse-{uuid.uuid4().hex[:8]}"
-    try:
-        await ls.work_done_progress.create_async(token)
-        progress = True
-    except Exception:               # the client does not take server-initiated progress
-        progress = False
+    window = getattr(ls.client_capabilities, "window", None)
+    progress = bool(getattr(window, "work_done_progress", False))
+    if progress:
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception:           # the client refused server-initiated progress
+            progress = False
     if progress:
         ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
             title=f"Rehearse on {opts['np']} CPU ranks", message="starting", cancellable=False))
