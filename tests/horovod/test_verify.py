@@ -94,7 +94,7 @@ def test_download_race_under_cold_cache(hvd_env, horovodize_exe, tmp_path):
     py, _ = hvd_env
     data = tmp_path / "origin" / "rh_data.npz"
     data.parent.mkdir()
-    data.write_bytes(b"not really npz, only bytes to download" * 100)
+    data.write_bytes(b"not an npz, only bytes to download (long enough to overlap) " * 500_000)
     script = copy("rh_hvd_base.py", tmp_path)
     proc = verify([str(script), "--as-is", "--cold-cache", "--python", str(py), "--", "download", data.as_uri()],
                   tmp_path)

@@ -13,7 +13,7 @@ every process with the token (Horovod starts ranks in their own sessions) are ki
 
 This module never imports TensorFlow or Horovod: they run only in the subprocesses, with
 the interpreter given by ``--python``, ``$HOROVODIZE_HVD_PYTHON`` or ``python3``.
-Requires: engine (the conversion), app.report, app.verify_checks, app.verify_wrapper.
+Requires: engine (the conversion), app.doctor, app.verify_checks, app.verify_wrapper.
 """
 
 from __future__ import annotations
@@ -78,6 +78,16 @@ def check_horovod(python: str) -> None:
         why = why if isinstance(why, str) else why[0]
         raise VerifyError(f"horovod is not importable by {python} ({why}); run `make hvd-env` and pass "
                           "--python .cache/hvd-venv/bin/python (or set HOROVODIZE_HVD_PYTHON)")
+
+
+def check_stack(python: str) -> None:
+    """The doctor's verdict from the interpreter's package metadata (no TensorFlow import):
+    a stack it calls not ready (e.g. Horovod 0.28 next to TensorFlow 2.16's Keras 3) is an error."""
+    from . import doctor
+    report = doctor.inspect(python, check_build=False)
+    if not report.ready:
+        raise VerifyError(f"the stack of {python} cannot run the converted program: {report.summary()} "
+                          f"(`horovodize doctor --python {python}` says how to fix it)")
 
 
 def launcher(python: str) -> list[str]:
@@ -314,6 +324,7 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         return rehearsal
     py = resolve_python(python)
     check_horovod(py)
+    check_stack(py)
     workdir = Path(tempfile.mkdtemp(prefix="horovodize-verify-"))
     (workdir / "single").mkdir()
     single_script, dist_script = workdir / "single" / path.name, workdir / path.name

@@ -79,12 +79,22 @@ def _hook(event, args):
 class _Stdout:
     """Ranks > 0: what the program prints, with the script's line that printed it."""
     def __init__(self, inner):
-        self._inner = inner
+        self._inner, self._line, self._text = inner, None, ""
 
     def write(self, s):
-        if _ACTIVE[0] and s.strip() and len(report["prints"]) < 200:
-            report["prints"].append([_user_line(), s.strip()[:300]])
+        if _ACTIVE[0] and isinstance(s, str) and len(report["prints"]) < 200:
+            if not self._text:
+                self._line = _user_line()   # print() writes its pieces one by one: one record a line
+            self._text += s
+            while "\n" in self._text or "\r" in self._text:
+                cut = min(i for i in (self._text.find("\n"), self._text.find("\r")) if i >= 0)
+                self.done(self._text[:cut])
+                self._text = self._text[cut + 1:]
         return self._inner.write(s)
+
+    def done(self, text):
+        if text.strip():
+            report["prints"].append([self._line, text.strip()[:300]])
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -250,6 +260,8 @@ except BaseException as e:
 finally:
     _ACTIVE[0] = False
 try:
+    if isinstance(sys.stdout, _Stdout):
+        sys.stdout.done(sys.stdout._text)
     sys.stdout.flush()
     report["weights"] = _weights(globs)
     report["steps"] = _steps()

@@ -12,6 +12,7 @@ MUTANT = sys.argv[1] if len(sys.argv) > 1 else "none"
 EPOCHS = 2
 
 if MUTANT == "download":
+    hvd.allreduce(tf.constant(0), name="start")   # the ranks start together, as on a cluster
     path = tf.keras.utils.get_file("rh_data.npz", origin=sys.argv[2])   # every rank, into one cache
 
 rng = np.random.RandomState(0)
