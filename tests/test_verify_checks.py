@@ -98,8 +98,12 @@ def test_weights_first_differing_variable():
 
 def test_prints_noise_passes_a_print_fails_at_its_line():
     noise = [[None, "2026-11-26 17:00:00.123456: I tensorflow/core/foo.cc:1] hello"],
-             [None, "WARNING:absl:something"], [6, "Downloading data from file:///x"]]
+             [None, "WARNING:absl:something"], [6, "Downloading data from file:///x"],
+             [6, "    8192/30000000 [..............................] - ETA: 0s\b\b\b\r30000000/30000000 "
+                 "[==============================] - 0s 0us/step"]]
     assert evaluate(ctx(), *runs(r1={"prints": noise}))["prints"].status == "PASS"
+    fit_bar = [[6, "8/8 [==============================] - 0s 2ms/step - loss: 0.5"]]
+    assert evaluate(ctx(), *runs(r1={"prints": noise + fit_bar}))["prints"].status == "FAIL"
     c = evaluate(ctx(), *runs(r1={"prints": noise + [[7, "done"]]}))["prints"]
     assert (c.status, c.rank, c.line) == ("FAIL", 1, 5) and "rank 1 printed 'done'" in c.reason
 

@@ -1,13 +1,16 @@
 """``workspace/executeCommand horovodize.rehearse`` in the quick tier: the command is
 advertised, its argument errors, and the real command on an interpreter without Horovod
-(the project venv's own) or a ``--set`` on no constant: the one-line reason, no run. The
-rehearsal itself runs in the Horovod tier (tests/horovod/test_verify.py)."""
+(the project venv's own) or a ``--set`` on no constant: the one-line reason, no run; in the
+Horovod tier, the real rehearsal of a program that prints on every rank."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
 
 import pytest
+from lsp_helpers import diagnostics_for
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -39,3 +42,32 @@ async def test_rehearse_without_horovod_says_why(client, tmp_path):
     result = await rehearse(client, {"uri": script.as_uri(), "sets": ["STEPS=1"]})
     result = result if isinstance(result, dict) else result._asdict()
     assert "--set STEPS: no module-level assignment" in result["text"], result
+
+
+def _hvd_python() -> str:
+    import os
+    repo = Path(__file__).resolve().parents[2]
+    return os.environ.get("HOROVODIZE_HVD_PYTHON") or str(repo / ".cache" / "hvd-venv" / "bin" / "python")
+
+
+@pytest.mark.horovod
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("client", [{"options": {"python": _hvd_python()}}], indirect=True)
+async def test_rehearse_runs_and_marks_the_print(client, tmp_path):
+    """The real rehearsal from the editor (Horovod tier): the hand-written program that prints
+    on every rank; the result's table and a diagnostic on the print's line."""
+    program = Path(__file__).resolve().parents[1] / "horovod" / "programs" / "rh_hvd_base.py"
+    script = tmp_path / program.name
+    script.write_text(program.read_text())
+    uri = script.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=script.read_text())))
+    await diagnostics_for(client, uri)
+    result = await asyncio.wait_for(rehearse(client, {"uri": uri, "asIs": True, "args": ["print"]}), 580)
+    result = result if isinstance(result, dict) else result._asdict()
+    assert result["ok"] is False and "FAIL  prints" in result["text"], result["text"]
+    line = next(i for i, ln in enumerate(script.read_text().splitlines()) if 'print("trained"' in ln)
+    diags = await diagnostics_for(client, uri)
+    rehearsal = [d for d in diags if d.source == "horovodize-rehearsal"]
+    assert [d.range.start.line for d in rehearsal] == [line], diags
+    assert rehearsal[0].message.startswith("rehearsal: prints: rank 1 printed 'trained 1'")

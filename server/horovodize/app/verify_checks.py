@@ -28,7 +28,7 @@ NOISE = re.compile(
     r"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? ?[IWEF]? |[IWEF]\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d |"
     r"(WARNING|INFO|ERROR|DEBUG|CRITICAL|W|I|E)[: ]|[\w./-]+\.py:\d+: \w*Warning|\w*Warning: |"
     r"To enable the following instructions|This TensorFlow binary|Instructions for updating|"
-    r"warnings\.warn|Downloading data from |\d+/\d+ \[[=>.]*\] - \S+ \S+/step\s*$|\s*$)")
+    r"warnings\.warn|Downloading data from |\d+/\d+ \[[=>.]*\] - (ETA: \S+|\S+ \S+/step)\s*$|\s*$)")
 
 
 @dataclass
@@ -207,19 +207,24 @@ def first_error(lines) -> str | None:
 
 # -- the checks -----------------------------------------------------------------------------------
 def check_finish(ctx: Context, single: Run | None, dist: Run, timeout: float) -> Check:
+    failed = []     # (run, rank, reason) of each run that did not finish
     for run in ([single] if single else []) + [dist]:
+        label = "single run" if run is single else f"{run.np} ranks"
         if run.error:
-            return Check("ranks finish", FAIL, f"{run.label} run: {run.error}")
+            failed.append((run, None, f"{label}: {run.error}"))
+            continue
         bad = [r for r in range(run.np) if run.reports.get(r, {}).get("exit") != 0]
         if bad:
-            r = bad[0]
             why = "; ".join(f"rank {b}: {_first_error(run, b)}" for b in bad)
             if run.timed_out:
                 why = f"timed out after {timeout:.0f}s, every rank's process group killed" + (
                     f" (left alive: pids {run.leftover})" if run.leftover else "") + f"; {why}"
-            label = "single run" if run is single else f"{run.np} ranks"
-            return Check("ranks finish", FAIL, f"{label}: {why}", rank=r, path=ctx.user_path,
-                         line=ctx.line((run.reports.get(r) or {}).get("error_line"), single=run is single))
+            failed.append((run, bad[0], f"{label}: {why}"))
+    if failed:
+        run, r, _ = failed[0]
+        error_line = (run.reports.get(r) or {}).get("error_line") if r is not None else None
+        return Check("ranks finish", FAIL, " | ".join(why for _, _, why in failed), rank=r, path=ctx.user_path,
+                     line=ctx.line(error_line, single=run is single))
     walls = f"single run {single.wall:.0f}s, " if single else ""
     return Check("ranks finish", PASS, f"{walls}{dist.np} ranks {dist.wall:.0f}s, every rank exit 0")
 
@@ -352,7 +357,9 @@ def check_prints(ctx: Context, dist: Run) -> Check:
 
 
 def _noise(text: str) -> bool:
-    return all(NOISE.match(line) for line in text.splitlines())
+    """Log lines, warnings and Keras's download progress bar (\\b and \\r redraws included);
+    a fit progress bar (with its metrics) is not noise."""
+    return all(NOISE.match(line) for line in re.split(r"[\r\n\b]+", text))
 
 
 def evaluate(ctx: Context, conversion: Check, single: Run | None, dist: Run, timeout: float) -> list[Check]:
