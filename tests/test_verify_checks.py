@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from horovodize.app import verify, verify_checks as C
+from horovodize.app import verify
+from horovodize.app import verify_checks as C
 from horovodize.lsp import rehearse
 from pygls.exceptions import JsonRpcInvalidParams
 
@@ -17,8 +18,8 @@ RUN = ("import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.ini
 
 
 def ctx(**kw):
-    base = dict(user_path="/w/train.py", user_text=USER, run_text=RUN, single_text=USER, np=2, as_is=False,
-                cold_cache=False, cache_dirs=("/home/u/.keras",), temp_dirs=("/tmp",))
+    base = {"user_path": "/w/train.py", "user_text": USER, "run_text": RUN, "single_text": USER, "np": 2,
+            "as_is": False, "cold_cache": False, "cache_dirs": ("/home/u/.keras",), "temp_dirs": ("/tmp",)}
     base.update(kw)
     return C.Context(**base)
 
@@ -99,8 +100,8 @@ def test_weights_first_differing_variable():
 def test_prints_noise_passes_a_print_fails_at_its_line():
     noise = [[None, "2026-11-26 17:00:00.123456: I tensorflow/core/foo.cc:1] hello"],
              [None, "WARNING:absl:something"], [6, "Downloading data from file:///x"],
-             [6, "    8192/30000000 [..............................] - ETA: 0s\b\b\b\r30000000/30000000 "
-                 "[==============================] - 0s 0us/step"]]
+             [6, ("    8192/30000000 [..............................] - ETA: 0s\b\b\b\r30000000/30000000 "
+                  "[==============================] - 0s 0us/step")]]
     assert evaluate(ctx(), *runs(r1={"prints": noise}))["prints"].status == "PASS"
     fit_bar = [[6, "8/8 [==============================] - 0s 2ms/step - loss: 0.5"]]
     assert evaluate(ctx(), *runs(r1={"prints": noise + fit_bar}))["prints"].status == "FAIL"

@@ -67,7 +67,11 @@ async def test_rehearse_runs_and_marks_the_print(client, tmp_path):
     result = result if isinstance(result, dict) else result._asdict()
     assert result["ok"] is False and "FAIL  prints" in result["text"], result["text"]
     line = next(i for i, ln in enumerate(script.read_text().splitlines()) if 'print("trained"' in ln)
-    diags = await diagnostics_for(client, uri)
+    for _ in range(100):     # (published before the command's answer: read what the client holds)
+        diags = client.diagnostics.get(uri, [])
+        if any(d.source == "horovodize-rehearsal" for d in diags):
+            break
+        await asyncio.sleep(0.05)
     rehearsal = [d for d in diags if d.source == "horovodize-rehearsal"]
     assert [d.range.start.line for d in rehearsal] == [line], diags
     assert rehearsal[0].message.startswith("rehearsal: prints: rank 1 printed 'trained 1'")

@@ -228,9 +228,9 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
     rank_cmd = [L.python, str(wrapper), str(script), str(report_dir), model_var or "", label, *script_args]
     if L.strace:
         trace = L.workdir / f"strace-{label}"
-        rank_cmd = ["sh", "-c", f'exec "$0" -f -qq --seccomp-bpf -e trace=open,openat,creat,rename,renameat,'
-                    f'renameat2,unlink,unlinkat,mkdir,mkdirat -o "{trace}-${{HOROVOD_RANK:-0}}.txt" "$@"',
-                    L.strace, *rank_cmd]
+        script_ = (f'exec "$0" -f -qq --seccomp-bpf -e trace=open,openat,creat,rename,renameat,'
+                   f'renameat2,unlink,unlinkat,mkdir,mkdirat -o "{trace}-${{HOROVOD_RANK:-0}}.txt" "$@"')
+        rank_cmd = ["sh", "-c", script_, L.strace, *rank_cmd]
     cmd = (launcher(L.python) + ["-np", str(np), "-H", f"localhost:{np}", "--gloo", *rank_cmd]) if hvd else rank_cmd
     env = dict(L.env, HOROVODIZE_REHEARSAL=L.token)
     run = C.Run(label=label, np=np, strace_used=bool(L.strace))
@@ -344,7 +344,10 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         homes[label] = workdir / f"home-{label}" if cold_cache else None
         if cold_cache:
             homes[label].mkdir()
-    run_env = lambda label: dict(env, **cache_env(homes[label])) if cold_cache else env  # noqa: E731
+
+    def run_env(label: str) -> dict:
+        return dict(env, **cache_env(homes[label])) if cold_cache else env
+
     L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"))
     try:
         L.env = run_env("single")

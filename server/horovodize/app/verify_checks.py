@@ -145,10 +145,9 @@ def apply_sets(text: str, sets: list[tuple[str, str]]) -> str:
     for name, value in sets:
         sites = []
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                sites.append(node)
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
-                    and node.value is not None:
+            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                    or isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and node.target.id == name and node.value is not None):
                 sites.append(node)
         if not sites:
             raise SetError(f"--set {name}: no module-level assignment `{name} = ...` in the file")

@@ -79,7 +79,7 @@ async def rehearse(ls: HorovodizeServer, *args):
     if progress:
         try:
             await ls.work_done_progress.create_async(token)
-        except Exception:           # the client refused server-initiated progress
+        except Exception:  # noqa: BLE001  (the client refused server-initiated progress)
             progress = False
     if progress:
         ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
@@ -95,7 +95,7 @@ async def rehearse(ls: HorovodizeServer, *args):
     def work():
         try:
             result = verify.verify(path, python=getattr(ls.options, "python", None), progress=report, **opts)
-        except Exception as e:      # VerifyError: the one-line reason; a bug must not take the server down
+        except Exception as e:  # noqa: BLE001  (VerifyError: the one-line reason; a bug must not take the server down)
             result = e
         loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
 
