@@ -136,6 +136,7 @@ class Launch:
     env: dict
     timeout: float
     strace: str | None
+    cwd: str = "."
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -236,7 +237,7 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
     run = C.Run(label=label, np=np, strace_used=bool(L.strace))
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(cmd, env=env, cwd=L.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True, stdin=subprocess.DEVNULL)
     except OSError as e:
         raise VerifyError(f"cannot start {cmd[0]}: {e}")
@@ -264,7 +265,7 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
                 pass
         st = L.workdir / f"strace-{label}-{rank}.txt"
         if st.exists():
-            run.strace[rank] = [(e, os.path.normpath(os.path.join(os.getcwd(), p))) for e, p in
+            run.strace[rank] = [(e, os.path.normpath(os.path.join(L.cwd, p))) for e, p in
                                 parse_strace(st.read_text(errors="replace"))
                                 if not p.startswith(("/dev/", "/proc/", str(L.workdir))) and "__pycache__" not in p]
     if not run.reports and proc.returncode not in (0, None) and not run.timed_out:
@@ -298,10 +299,11 @@ def cache_env(home: Path) -> dict:
 
 def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), model_var: str | None = None,
            python: str | None = None, keep: bool = False, sets=(), as_is: bool = False, cold_cache: bool = False,
-           progress=None) -> Rehearsal:
+           progress=None, cwd: str | None = None) -> Rehearsal:
     """The rehearsal of PATH. Raises `VerifyError` for usage/environment problems (missing file,
     syntax error, --set on no constant, interpreter without horovod); what happens in the
-    runs is in the checks. `progress(message)` is called as the runs start."""
+    runs is in the checks. `progress(message)` is called as the runs start; the runs start in
+    `cwd` (default: the current directory), where the program's relative paths land."""
     path = Path(path)
     say = progress or (lambda message: None)
     if np < 1:
@@ -348,7 +350,8 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
     def run_env(label: str) -> dict:
         return dict(env, **cache_env(homes[label])) if cold_cache else env
 
-    L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"))
+    L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"),
+               cwd=os.path.abspath(cwd or os.getcwd()))
     try:
         L.env = run_env("single")
         say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")

@@ -1,5 +1,5 @@
 """The command ``horovodize.rehearse`` ("Rehearse on 2 CPU ranks"): ``horovodize verify`` on
-the saved file, in a daemon thread, with ``$/progress`` reports; the result is the check
+the saved file, in a daemon thread, from the file's directory, with ``$/progress`` reports; the result is the check
 table (``{"text", "checks", "ok"}``) and each failed check that points to a line of the file
 becomes a diagnostic of source ``horovodize-rehearsal``, kept with the file's own
 diagnostics until the next rehearsal or the file is closed.
@@ -14,6 +14,7 @@ Requires: app.verify, app.verify_checks, lsp.server, lsp.handlers.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 
@@ -94,7 +95,8 @@ async def rehearse(ls: HorovodizeServer, *args):
 
     def work():
         try:
-            result = verify.verify(path, python=getattr(ls.options, "python", None), progress=report, **opts)
+            result = verify.verify(path, python=getattr(ls.options, "python", None), progress=report,
+                                   cwd=os.path.dirname(path), **opts)
         except Exception as e:  # noqa: BLE001  (VerifyError: the one-line reason; a bug must not take the server down)
             result = e
         loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
