@@ -247,6 +247,9 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
         run.timed_out = True
         run.leftover = kill_all(proc, L.token)
         output, _ = proc.communicate()
+    except BaseException:       # Ctrl-C: the ranks are in sessions of their own, no signal reaches them
+        kill_all(proc, L.token)
+        raise
     else:
         kill_all(proc, L.token) if _token_pids(L.token) else None   # ranks a crashed launcher left
     run.wall = time.monotonic() - start
