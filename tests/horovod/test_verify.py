@@ -1,39 +1,132 @@
-"""`horovodize verify` end to end: convert, run on 2 ranks, compare the ranks' weights."""
+"""`horovodize verify` end to end, the rehearsal: a single run and a run on 2 ranks under
+`horovodrun --gloo`, then the checks. One program passes every check; each mutant fails
+exactly one (the others pass or are skipped for a stated reason)."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 
 import hvd_harness as H
 import pytest
 
-pytestmark = [pytest.mark.horovod, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
+ROW = re.compile(r"^(PASS|FAIL|SKIP)\s+(converts|ranks finish|same weights|work divided|writes|cold cache|prints)\s+(.*)$")
 
 
-def verify(args, tmp_path, **env):
-    environ = H.run_env(tmp_path / "reports", tmp_path / "out", env)
-    (tmp_path / "reports").mkdir(exist_ok=True)
-    return subprocess.run([str(H.horovodize_cli()), "verify", *args], check=False, capture_output=True, text=True,
-                          env=environ, timeout=280)
+def verify(args, tmp_path, timeout=560):
+    environ = H.run_env(tmp_path / "reports", tmp_path / "out")
+    environ["PYTHONPATH"] = str(H.REPO / "server")     # this checkout's sources, whatever the venv installed
+    return subprocess.run([sys.executable, "-m", "horovodize", "verify", *args], check=False, capture_output=True,
+                          text=True, env=environ, timeout=timeout, cwd=tmp_path)
 
 
-def test_verify_keras_program_weights_agree(hvd_env, horovodize_exe, tmp_path):
+def rows(proc) -> dict[str, tuple[str, str]]:
+    out = {}
+    for line in proc.stdout.splitlines():
+        m = ROW.match(line)
+        if m:
+            out[m.group(2)] = (m.group(1), m.group(3))
+    assert len(out) == 7, proc.stdout + proc.stderr
+    return out
+
+
+def only_failure(table, check):
+    failed = sorted(name for name, (status, _) in table.items() if status == "FAIL")
+    assert failed == [check], table
+
+
+def copy(program, tmp_path):
+    dst = tmp_path / program
+    shutil.copy(H.PROGRAMS / program, dst)
+    return dst
+
+
+def test_rehearsal_passes_every_check(hvd_env, horovodize_exe, tmp_path):
+    """The converted Keras program: every check passes, the cold cache included; --set shrinks it."""
     py, _ = hvd_env
-    proc = verify([str(H.PROGRAMS / "keras_compile_str.py"), "--python", str(py)], tmp_path)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert "rank 0: exit 0" in out and "rank 1: exit 0" in out, out
-    assert "weights agree across 2 ranks" in out, out
+    proc = verify([str(copy("rh_ok.py", tmp_path)), "--python", str(py), "--cold-cache", "--set", "EPOCHS=1"], tmp_path)
+    table = rows(proc)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(status == "PASS" for status, _ in table.values()), table
+    assert "single run 8 steps; ranks 4, 4" in table["work divided"][1], table   # EPOCHS=1: 64/8 batches
+    assert "1 Keras model(s)" in table["same weights"][1], table
+    assert (tmp_path / "rh_ok.py").read_text() == (H.PROGRAMS / "rh_ok.py").read_text()   # --set: a temp copy
 
 
-def test_verify_reports_differing_weights(hvd_env, horovodize_exe, tmp_path):
-    """The comparison can fail: `x_all` is per-rank random data, never synchronised."""
+def test_shared_checkpoint_fails_writes(hvd_env, horovodize_exe, tmp_path):
     py, _ = hvd_env
-    proc = verify([str(H.PROGRAMS / "tape_eager.py"), "--python", str(py), "--model-var", "x_all"], tmp_path)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
-    assert "weights DIFFER" in out, out
+    script = copy("rh_hvd_base.py", tmp_path)
+    proc = verify([str(script), "--as-is", "--python", str(py), "--", "shared_checkpoint"], tmp_path)
+    table = rows(proc)
+    assert proc.returncode == 1
+    only_failure(table, "writes")
+    assert re.search(r"rh_shared\.h5 written by ranks 0, 1", table["writes"][1]), table
+
+
+def test_undivided_dataset_fails_work_divided_json(hvd_env, horovodize_exe, tmp_path):
+    py, _ = hvd_env
+    script = copy("rh_hvd_base.py", tmp_path)
+    proc = verify([str(script), "--as-is", "--format", "json", "--python", str(py), "--", "undivided"], tmp_path)
+    checks = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [c["check"] for c in checks if c["status"] == "FAIL"] == ["work divided"], checks
+    bad = next(c for c in checks if c["check"] == "work divided")
+    assert bad["rank"] == 0 and "made 16 optimizer steps, the single run 16" in bad["reason"], bad
+    assert {c["check"]: c["status"] for c in checks}["same weights"] == "PASS", checks
+
+
+def test_print_on_every_rank_fails_prints_at_its_line(hvd_env, horovodize_exe, tmp_path):
+    py, _ = hvd_env
+    script = copy("rh_hvd_base.py", tmp_path)
+    proc = verify([str(script), "--as-is", "--python", str(py), "--", "print"], tmp_path)
+    table = rows(proc)
+    only_failure(table, "prints")
+    line = next(i for i, ln in enumerate(script.read_text().splitlines(), 1) if "print(\"trained\"" in ln)
+    assert "rank 1 printed 'trained 1'" in table["prints"][1] and f"[rh_hvd_base.py:{line}]" in table["prints"][1], table
+
+
+def test_download_race_under_cold_cache(hvd_env, horovodize_exe, tmp_path):
+    py, _ = hvd_env
+    data = tmp_path / "origin" / "rh_data.npz"
+    data.parent.mkdir()
+    data.write_bytes(b"not an npz, only bytes to download (long enough to overlap) " * 500_000)
+    script = copy("rh_hvd_base.py", tmp_path)
+    proc = verify([str(script), "--as-is", "--cold-cache", "--python", str(py), "--", "download", data.as_uri()],
+                  tmp_path)
+    table = rows(proc)
+    only_failure(table, "cold cache")
+    assert "rh_data.npz in the empty cache written by ranks 0, 1" in table["cold cache"][1], table
+    assert not (tmp_path / ".keras").exists() and not (H.Path.home() / ".keras" / "datasets" / "rh_data.npz").exists()
+
+
+def _alive(marker: str) -> list[str]:
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd and int(d) != os.getpid():
+                found.append(f"{d}: {cmd}")
+    return found
+
+
+def test_per_rank_loop_exit_hangs_until_the_timeout_kills_every_rank(hvd_env, horovodize_exe, tmp_path):
+    py, _ = hvd_env
+    script = copy("rh_hang.py", tmp_path)
+    proc = verify([str(script), "--as-is", "--timeout", "100", "--python", str(py)], tmp_path)
+    table = rows(proc)
+    only_failure(table, "ranks finish")
+    assert "timed out after 100s, every rank's process group killed" in table["ranks finish"][1], table
+    assert "left alive" not in table["ranks finish"][1], table
+    assert _alive(str(script)) == []
 
 
 def test_verify_reports_first_error_line_per_rank(hvd_env, horovodize_exe, tmp_path):
@@ -42,22 +135,19 @@ def test_verify_reports_first_error_line_per_rank(hvd_env, horovodize_exe, tmp_p
     script.write_text(
         "import sys\n"
         "import tensorflow as tf\n"
-        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])\n"
-        "model.compile('sgd', loss='mse')\n"
-        "model.fit(tf.zeros((8, 2)), tf.zeros((8, 1)), epochs=1)\n"
         "raise ValueError('boom ' + sys.argv[1])\n")
     proc = verify([str(script), "--python", str(py), "--", "on-purpose"], tmp_path)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out
-    for r in (0, 1):
-        assert f"rank {r}: exit 1" in out and "ValueError: boom on-purpose" in out, out
+    table = rows(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    status, reason = table["ranks finish"]
+    assert status == "FAIL" and "ValueError: boom on-purpose" in reason and "[boom.py:3]" in reason, table
 
 
 def test_verify_without_horovod_is_a_clear_error(horovodize_exe, tmp_path):
     """The project venv has no horovod: one line on stderr, exit 2, nothing run."""
     proc = verify([str(H.PROGRAMS / "keras_compile_str.py"), "--python", sys.executable], tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("horovodize verify: ")]
     assert len(lines) == 1 and "horovod is not importable" in lines[0] and "make hvd-env" in lines[0], proc.stderr
     assert proc.stdout == ""
 

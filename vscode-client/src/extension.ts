@@ -14,6 +14,7 @@ import * as cp from 'child_process';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { rehearseFile } from './rehearse';
 import {
   ExecuteCommandRequest,
   LanguageClient,
@@ -82,6 +83,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('horovodize.restartServer', () => restart()),
     vscode.commands.registerCommand('horovodize.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('horovodize.showDoctorReport', showDoctorReport),
+    vscode.commands.registerCommand('horovodize.rehearseFile', async (uri?: vscode.Uri) =>
+      rehearseFile(await runningClient(), uri)),
     vscode.workspace.registerTextDocumentContentProvider('horovodize-doctor', {
       onDidChange: reportChanged.event,
       provideTextDocumentContent: () => reportText(),

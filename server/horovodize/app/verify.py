@@ -1,22 +1,25 @@
-"""``horovodize verify``: convert a program, run it under ``horovodrun --gloo`` and check that
-the ranks end with the same weights.
+"""``horovodize verify``: the rehearsal. Runs the original program alone and the converted
+program on ``--np N`` CPU ranks (``horovodrun --gloo``, one intra-op thread per rank), then
+checks what a Horovod engineer checks before a long job: it converts, every rank finishes,
+every model and optimizer-updated variable ends the same on every rank, each rank made
+about 1/N of the single run's optimizer steps, no file is written by two ranks and ranks > 0
+write only caches and temp, ranks > 0 print nothing, and (``--cold-cache``) empty caches
+show no download race. ``--as-is`` runs the file unconverted (its single run: one rank).
 
-The converted program runs through a small wrapper (a fresh ``__main__`` module) that, after the script ends,
-finds the model among the script's globals (``model`` by default, ``--model-var NAME``
-otherwise; a Keras model, or a ``tf.estimator.Estimator``, or anything with
-``get_weights()`` / ``variables``) and writes one JSON report per rank: exit status, the
-first error line, a checksum (sum of |w|) and a digest (sha256 of the raw bytes) of the
-weights.
+Both runs go through the wrapper in `verify_wrapper` (one JSON report per rank); the checks,
+their table / JSON and ``--set`` are in `verify_checks`. Each launch starts in its own
+session and carries a token in its environment: at the timeout the launcher's group and
+every process with the token (Horovod starts ranks in their own sessions) are killed.
 
 This module never imports TensorFlow or Horovod: they run only in the subprocesses, with
 the interpreter given by ``--python``, ``$HOROVODIZE_HVD_PYTHON`` or ``python3``.
+Requires: engine (the conversion), app.doctor, app.verify_checks, app.verify_wrapper.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import difflib
 import os
 import re
 import shutil
@@ -25,13 +28,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import verify_checks as C
+from .verify_wrapper import WRAPPER
+
 DEFAULT_TIMEOUT = 600.0
-DEFAULT_MODEL_VAR = "model"
 PREFIX = re.compile(r"\[(\d+)\]<(stdout|stderr)>:")
-ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b.*)$")
+STRACE_CALL = re.compile(r'^(\d+\s+)?(openat|open|creat|rename|renameat2?|unlink|unlinkat|mkdir|mkdirat)\((.*)\)\s+=\s+(-?\d+)')
+QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 # Runs inside the Horovod interpreter: is horovod there, with its TensorFlow ops? (No import of
 # horovod itself, so no TensorFlow import: this stays fast.)
@@ -48,152 +55,8 @@ if importlib.util.find_spec("tensorflow") is None:
 print(root)
 """
 
-# The per-rank wrapper: run the converted script as __main__, then report.
-_WRAPPER = r'''
-import builtins, hashlib, json, os, sys, traceback, types
-
-SCRIPT, REPORT_DIR, MODEL_VAR = sys.argv[1], sys.argv[2], sys.argv[3]
-sys.argv = [SCRIPT] + sys.argv[4:]
-RANK = int(os.environ.get("HOROVOD_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-report = {"rank": RANK, "exit": 0, "error": None, "model_var": MODEL_VAR,
-          "model_found": False, "checksum": None, "digest": None, "n_weights": 0, "note": None}
-
-
-def _arrays(obj):
-    """(name, numpy array) pairs of a model-like object's weights, in a stable order."""
-    import numpy as np
-    if hasattr(obj, "get_variable_names") and hasattr(obj, "get_variable_value"):  # Estimator
-        names = sorted(n for n in obj.get_variable_names())
-        return [(n, np.asarray(obj.get_variable_value(n))) for n in names]
-    if hasattr(obj, "numpy") and not hasattr(obj, "trainable_variables"):  # a tensor or variable
-        return [("0", np.asarray(obj.numpy()))]
-    if hasattr(obj, "get_weights"):
-        return [(str(i), np.asarray(w)) for i, w in enumerate(obj.get_weights())]
-    variables = getattr(obj, "variables", None)
-    if callable(variables):
-        variables = variables()
-    if variables is None and isinstance(obj, (list, tuple)):
-        variables = obj
-    return [(str(i), np.asarray(v.numpy() if hasattr(v, "numpy") else v)) for i, v in enumerate(variables or [])]
-
-
-def _find_model(globs):
-    if MODEL_VAR in globs:
-        return MODEL_VAR, globs[MODEL_VAR]
-    if MODEL_VAR != "model":
-        return None, None
-    roots = ("keras", "tensorflow", "tf_keras", "tensorflow_estimator")
-    found = [(k, v) for k, v in list(globs.items()) if not k.startswith("_") and not isinstance(v, type)
-             and any(c.__module__.split(".")[0] in roots for c in type(v).__mro__)
-             and (hasattr(v, "get_weights") or hasattr(v, "get_variable_names"))]
-    return found[0] if len(found) == 1 else (None, None)
-
-
-def _report(globs):
-    name, obj = _find_model(globs)
-    if obj is None:
-        report["note"] = "no model variable `%s` among the script's globals (use --model-var)" % MODEL_VAR
-        return
-    report["model_found"], report["model_var"] = True, name
-    import numpy as np
-    digest, total, count = hashlib.sha256(), 0.0, 0
-    for key, arr in _arrays(obj):
-        if arr.dtype.kind not in "fiub":  # strings (e.g. Estimator names) are not weights
-            continue
-        digest.update(key.encode()); digest.update(np.ascontiguousarray(arr).tobytes())
-        total += float(np.abs(arr.astype(np.float64)).sum())
-        count += 1
-    if not count:
-        report["note"] = "model `%s` has no weights (never built?)" % name
-        return
-    report.update(checksum=total, digest=digest.hexdigest(), n_weights=count)
-
-
-# Like `python SCRIPT`: a fresh __main__ module (so the globals survive an exit or error).
-main = types.ModuleType("__main__")
-main.__dict__.update(__file__=SCRIPT, __builtins__=builtins, __cached__=None)
-sys.modules["__main__"] = main
-globs = main.__dict__
-try:
-    with open(SCRIPT, "rb") as fh:
-        code = compile(fh.read(), SCRIPT, "exec")
-    exec(code, globs)
-except SystemExit as e:
-    code = e.code
-    report["exit"] = code if isinstance(code, int) else (0 if code is None else 1)
-    if report["exit"]:
-        report["error"] = "SystemExit: %s" % (code,)
-except BaseException as e:
-    traceback.print_exc()
-    report["exit"] = 1
-    report["error"] = (traceback.format_exception_only(type(e), e)[-1].strip())[:500]
-if report["exit"] == 0:
-    try:
-        _report(globs)
-    except Exception as e:
-        report["note"] = "could not read the model's weights: %s: %s" % (type(e).__name__, e)
-with open(os.path.join(REPORT_DIR, "rank-%d.json" % RANK), "w") as fh:
-    json.dump(report, fh)
-sys.stdout.flush(); sys.stderr.flush()
-sys.exit(report["exit"])
-'''
-
-
 class VerifyError(Exception):
     """A one-line usage/environment error (exit 2)."""
-
-
-@dataclass
-class RankResult:
-    rank: int
-    exit: int | None              # None: the rank wrote no report (crashed, killed or timed out)
-    error: str | None = None      # the first error line of the rank
-    checksum: float | None = None
-    digest: str | None = None
-    model_found: bool = False
-    note: str | None = None
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    np: int
-    ranks: list[RankResult] = field(default_factory=list)
-    launcher_exit: int | None = None
-    timed_out: bool = False
-    wall: float = 0.0
-    weights_agree: bool | None = None   # None: not comparable (a rank failed or has no model)
-    output: str = ""
-    command: list[str] = field(default_factory=list)
-    workdir: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return (not self.timed_out and len(self.ranks) == self.np
-                and all(r.exit == 0 for r in self.ranks) and self.weights_agree is True)
-
-    def summary_lines(self) -> list[str]:
-        lines = []
-        for r in self.ranks:
-            status = "no report (crashed, killed or timed out)" if r.exit is None else f"exit {r.exit}"
-            parts = [f"rank {r.rank}: {status}"]
-            if r.checksum is not None:
-                parts.append(f"weights sum|w| {r.checksum:.10f} sha256 {r.digest[:12]}")
-            elif r.note:
-                parts.append(r.note)
-            if r.error:
-                parts.append(f"error: {r.error}")
-            lines.append(", ".join(parts))
-        if self.timed_out:
-            lines.append(f"timed out after {self.wall:.0f}s")
-        if self.weights_agree is True:
-            lines.append(f"weights agree across {self.np} ranks")
-        elif self.weights_agree is False:
-            lines.append("weights DIFFER across ranks")
-        else:
-            lines.append("weights not compared (a rank failed or no model was found)")
-        lines.append(f"{'OK' if self.ok else 'FAILED'} ({self.wall:.1f}s)")
-        return lines
 
 
 # -- the interpreter ----------------------------------------------------------------------------
@@ -217,149 +80,336 @@ def check_horovod(python: str) -> None:
                           "--python .cache/hvd-venv/bin/python (or set HOROVODIZE_HVD_PYTHON)")
 
 
+def check_stack(python: str) -> None:
+    """The doctor's verdict from the interpreter's package metadata (no TensorFlow import):
+    a stack it calls not ready (e.g. Horovod 0.28 next to TensorFlow 2.16's Keras 3) is an error."""
+    from . import doctor
+    report = doctor.inspect(python, check_build=False)
+    if not report.ready:
+        raise VerifyError(f"the stack of {python} cannot run the converted program: {report.summary()} "
+                          f"(`horovodize doctor --python {python}` says how to fix it)")
+
+
 def launcher(python: str) -> list[str]:
     run = Path(python).parent / "horovodrun"
     return [str(run)] if run.exists() else [python, "-m", "horovod.runner.launch"]
 
 
+
+
 # -- conversion -----------------------------------------------------------------------------------
-def convert_file(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
-        from ..engine import convert_text
-        from ..parse.source import ParseError
-    except ImportError as e:  # pragma: no cover - the engine is always there in a release
-        raise VerifyError(f"the converter is not available: {e}")
-    try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise VerifyError(f"{path}: no such file")
     except (OSError, UnicodeDecodeError) as e:
         raise VerifyError(f"{path}: cannot read: {e}")
+
+
+def convert(text: str, path: Path) -> tuple[str | None, C.Check]:
+    """(the converted text or None, the `converts` check)."""
+    from ..engine import conversion
+    from ..parse.source import ParseError
     try:
-        return convert_text(text)
+        analysis = conversion(text)
     except ParseError as e:
         raise VerifyError(f"{path}:{getattr(e, 'line', '?')}:{getattr(e, 'column', '?')}: syntax error: "
                           f"{getattr(e, 'message', e)}")
+    if analysis.refused:
+        code, line, msg = analysis.refusal_reasons()[0]
+        return None, C.Check("converts", C.FAIL, f"refused: {code} {msg}", path=str(path), line=line)
+    after = analysis.converted()
+    edits = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, text.splitlines(), after.splitlines(), autojunk=False).get_opcodes() if tag != "equal")
+    if after == text:
+        return after, C.Check("converts", C.PASS, "nothing to change (already distributed?)")
+    return after, C.Check("converts", C.PASS, f"converted ({edits} line(s) changed)")
 
 
-# -- the run ----------------------------------------------------------------------------------------
-def split_ranks(output: str) -> dict[int, list[str]]:
-    """Per-rank stderr lines from horovodrun's ``[rank]<stream>:`` prefixed output."""
+# -- one launch -------------------------------------------------------------------------------------
+@dataclass
+class Launch:
+    """What one launch needs: the interpreter, the work dir, the run's environment."""
+    python: str
+    workdir: Path
+    env: dict
+    timeout: float
+    strace: str | None
+    cwd: str = "."
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def split_ranks(output: str) -> tuple[dict, dict]:
+    """Per-rank stdout and stderr lines from horovodrun's ``[rank]<stream>:`` prefixed output."""
+    out: dict[int, list[str]] = {}
     err: dict[int, list[str]] = {}
     for line in output.splitlines():
         matches = list(PREFIX.finditer(line))
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            if m.group(2) == "stderr":
-                err.setdefault(int(m.group(1)), []).append(line[m.end():end])
-    return err
+            (out if m.group(2) == "stdout" else err).setdefault(int(m.group(1)), []).append(line[m.end():end])
+    return out, err
 
 
-def first_error(lines: list[str]) -> str | None:
-    for line in lines:
-        m = ERROR_LINE.match(line)
-        if m and not line.lstrip().startswith(("File ", "Traceback")):
-            return m.group(1).strip()[:500]
-    return None
+def parse_strace(text: str) -> list[tuple[str, str]]:
+    """(call, path) of the writes in one strace log: opens for writing, creat, renames (the
+    destination), unlinks, mkdirs, that succeeded."""
+    out = []
+    for line in text.splitlines():
+        m = STRACE_CALL.match(line)
+        if not m or int(m.group(4)) < 0:
+            continue
+        call, args = m.group(2), m.group(3)
+        paths = QUOTED.findall(args)
+        if not paths:
+            continue
+        if call in ("openat", "open"):
+            if not re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND", args) or "O_TMPFILE" in args:
+                continue
+            out.append(("open (C)", paths[0]))
+        elif call.startswith("rename"):
+            out.append((call, paths[-1]))
+        elif call.startswith("mkdir"):
+            out.append(("os.mkdir", paths[0]))
+        else:
+            out.append((call, paths[0]))
+    return out
+
+
+def _token_pids(token: str) -> list[int]:
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as fh:
+                if f"HOROVODIZE_REHEARSAL={token}".encode() in fh.read().split(b"\0"):
+                    pids.append(int(d))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_all(proc: subprocess.Popen, token: str) -> list[int]:
+    """Kill the launcher's process group and every process carrying the run's token; the
+    pids still alive a moment later (none, normally)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(3):
+        for pid in _token_pids(token):
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.5)
+    alive = []
+    for pid in _token_pids(token):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(") ")[-1][:1] != "Z":
+                    alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args, model_var: str | None) -> C.Run:
+    """Run `script` through the wrapper: under horovodrun on `np` ranks when `hvd`, else alone."""
+    report_dir = L.workdir / "reports"
+    report_dir.mkdir(exist_ok=True)
+    wrapper = L.workdir / "_horovodize_verify_wrapper.py"
+    wrapper.write_text(WRAPPER, encoding="utf-8")
+    rank_cmd = [L.python, str(wrapper), str(script), str(report_dir), model_var or "", label, *script_args]
+    if L.strace:
+        trace = L.workdir / f"strace-{label}"
+        script_ = (f'exec "$0" -f -qq --seccomp-bpf -e trace=open,openat,creat,rename,renameat,'
+                   f'renameat2,unlink,unlinkat,mkdir,mkdirat -o "{trace}-${{HOROVOD_RANK:-0}}.txt" "$@"')
+        rank_cmd = ["sh", "-c", script_, L.strace, *rank_cmd]
+    cmd = (launcher(L.python) + ["-np", str(np), "-H", f"localhost:{np}", "--gloo", *rank_cmd]) if hvd else rank_cmd
+    env = dict(L.env, HOROVODIZE_REHEARSAL=L.token)
+    run = C.Run(label=label, np=np, strace_used=bool(L.strace))
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, env=env, cwd=L.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", start_new_session=True, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise VerifyError(f"cannot start {cmd[0]}: {e}")
+    try:
+        output, _ = proc.communicate(timeout=L.timeout)
+    except subprocess.TimeoutExpired:
+        run.timed_out = True
+        run.leftover = kill_all(proc, L.token)
+        output, _ = proc.communicate()
+    except BaseException:       # Ctrl-C: the ranks are in sessions of their own, no signal reaches them
+        kill_all(proc, L.token)
+        raise
+    else:
+        kill_all(proc, L.token) if _token_pids(L.token) else None   # ranks a crashed launcher left
+    run.wall = time.monotonic() - start
+    run.exit, run.output = proc.returncode, output
+    if hvd:
+        run.stdout, run.stderr = split_ranks(output)
+    else:
+        run.stderr = {0: output.splitlines()}
+    import json
+    for rank in range(np):
+        rep = report_dir / f"{label}-rank-{rank}.json"
+        if rep.exists():
+            try:
+                run.reports[rank] = json.loads(rep.read_text())
+            except ValueError:
+                pass
+        st = L.workdir / f"strace-{label}-{rank}.txt"
+        if st.exists():
+            run.strace[rank] = [(e, os.path.normpath(os.path.join(L.cwd, p))) for e, p in
+                                parse_strace(st.read_text(errors="replace"))
+                                if not p.startswith(("/dev/", "/proc/", str(L.workdir))) and "__pycache__" not in p]
+    if not run.reports and proc.returncode not in (0, None) and not run.timed_out:
+        tail = [ln for ln in output.splitlines() if not PREFIX.match(ln)]
+        run.error = C.first_error(tail[::-1]) or (tail[-1][:300] if tail else f"exit {proc.returncode}")
+    return run
+
+
+# -- the rehearsal ---------------------------------------------------------------------------------
+@dataclass
+class Rehearsal:
+    path: str
+    np: int
+    checks: list = field(default_factory=list)
+    single: C.Run | None = None
+    dist: C.Run | None = None
+    workdir: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == C.FAIL for c in self.checks)
+
+    def table(self) -> str:
+        return C.table(self.checks, f"rehearsal of {self.path} on {self.np} CPU rank(s) (horovodrun --gloo)")
+
+
+def cache_env(home: Path) -> dict:
+    return {"HOME": str(home), "KERAS_HOME": str(home / ".keras"), "TFDS_DATA_DIR": str(home / "tensorflow_datasets"),
+            "XDG_CACHE_HOME": str(home / ".cache")}
 
 
 def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), model_var: str | None = None,
-           python: str | None = None, keep: bool = False) -> VerifyReport:
-    """Convert PATH, run it on NP local ranks with `horovodrun --gloo`, compare final weights.
-
-    Raises `VerifyError` for usage/environment problems (missing file, syntax error,
-    interpreter without horovod); anything that happens in the run is in the report.
-    """
+           python: str | None = None, keep: bool = False, sets=(), as_is: bool = False, cold_cache: bool = False,
+           progress=None, cwd: str | None = None) -> Rehearsal:
+    """The rehearsal of PATH. Raises `VerifyError` for usage/environment problems (missing file,
+    syntax error, --set on no constant, interpreter without horovod); what happens in the
+    runs is in the checks. `progress(message)` is called as the runs start; the runs start in
+    `cwd` (default: the current directory), where the program's relative paths land."""
     path = Path(path)
+    say = progress or (lambda message: None)
     if np < 1:
         raise VerifyError("--np must be at least 1")
-    converted = convert_file(path)
+    user_text = read_text(path)
+    try:
+        text = C.apply_sets(user_text, C.parse_sets(sets))
+    except C.SetError as e:
+        raise VerifyError(str(e))
+    except SyntaxError as e:
+        raise VerifyError(f"{path}:{e.lineno}: syntax error: {e.msg}")
+    if as_is:
+        converted, conv = text, C.Check("converts", C.SKIP, "--as-is: the file runs as it is")
+    else:
+        say("converting")
+        converted, conv = convert(text, path)
+    rehearsal = Rehearsal(path=str(path), np=np)
+    if converted is None:
+        rehearsal.checks = [conv] + [C.Check(name, C.SKIP, "not converted") for name in C.CHECKS[1:]]
+        return rehearsal
     py = resolve_python(python)
     check_horovod(py)
-
+    check_stack(py)
     workdir = Path(tempfile.mkdtemp(prefix="horovodize-verify-"))
-    report_dir = workdir / "reports"
-    report_dir.mkdir()
-    script = workdir / path.name
-    script.write_text(converted, encoding="utf-8")
-    wrapper = workdir / "_horovodize_verify_wrapper.py"
-    wrapper.write_text(_WRAPPER, encoding="utf-8")
-
+    (workdir / "single").mkdir()
+    single_script, dist_script = workdir / "single" / path.name, workdir / path.name
+    single_script.write_text(text, encoding="utf-8")
+    dist_script.write_text(converted, encoding="utf-8")
     env = dict(os.environ)
-    # The converted copy lives in a temp dir: keep the original directory importable, as it
-    # would be when the script runs from there.
-    src_dir = str(path.resolve().parent)
-    env["PYTHONPATH"] = src_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The scripts live in a temp dir: keep the original directory importable, as it is when
+    # the script runs from there.
+    env["PYTHONPATH"] = str(path.resolve().parent) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PATH"] = str(Path(py).parent) + os.pathsep + env.get("PATH", "")
+    env.update(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1",
+               PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    cmd = launcher(py) + ["-np", str(np), "-H", f"localhost:{np}", "--gloo",
-                          py, str(wrapper), str(script), str(report_dir), model_var or DEFAULT_MODEL_VAR,
-                          *script_args]
-    result = VerifyReport(path=str(path), np=np, command=cmd, workdir=str(workdir) if keep else None)
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True)
-    except OSError as e:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise VerifyError(f"cannot start horovodrun: {e}")
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        result.timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the ranks it started
-        output, _ = proc.communicate()
-    result.wall = time.monotonic() - start
-    result.launcher_exit, result.output = proc.returncode, output
+    home = Path(os.path.expanduser("~"))
+    homes = {}
+    for label in ("single", "dist"):
+        homes[label] = workdir / f"home-{label}" if cold_cache else None
+        if cold_cache:
+            homes[label].mkdir()
 
-    errors = split_ranks(output)
-    for rank in range(np):
-        rep_path = report_dir / f"rank-{rank}.json"
-        if rep_path.exists():
-            data = json.loads(rep_path.read_text())
-            r = RankResult(rank, data["exit"], data.get("error"), data.get("checksum"), data.get("digest"),
-                           bool(data.get("model_found")), data.get("note"))
-        else:
-            r = RankResult(rank, None)
-        if r.error is None and r.exit != 0:
-            r.error = first_error(errors.get(rank, []))
-        result.ranks.append(r)
-    if not result.timed_out and all(r.exit == 0 and r.checksum is not None for r in result.ranks):
-        first = result.ranks[0]
-        result.weights_agree = all(r.digest == first.digest or math.isclose(r.checksum, first.checksum, rel_tol=1e-12)
-                                   for r in result.ranks)
-    if result.ranks and not any(r.error for r in result.ranks) and result.launcher_exit not in (0, None):
-        # the launcher itself failed (e.g. no free port): surface its last error line
-        tail = [l for l in output.splitlines() if not PREFIX.match(l)]
-        err = first_error(tail[::-1])
-        if err:
-            result.ranks[0].error = result.ranks[0].error or err
-    if not keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return result
+    def run_env(label: str) -> dict:
+        return dict(env, **cache_env(homes[label])) if cold_cache else env
+
+    L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"),
+               cwd=os.path.abspath(cwd or os.getcwd()))
+    try:
+        L.env = run_env("single")
+        say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")
+        single = launch(L, "single", single_script, 1, as_is, script_args, model_var)
+        L.env, L.token = run_env("dist"), uuid.uuid4().hex
+        say(f"distributed run on {np} ranks")
+        dist = launch(L, "dist", dist_script, np, True, script_args, model_var)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    cache_home = homes["dist"] or home
+    caches = cache_env(cache_home)
+    cache_dirs = tuple({caches["KERAS_HOME"], caches["TFDS_DATA_DIR"], caches["XDG_CACHE_HOME"],
+                        os.environ.get("KERAS_HOME", ""), os.environ.get("TFDS_DATA_DIR", ""),
+                        os.environ.get("XDG_CACHE_HOME", "")} - {""})
+    temp_dirs = tuple({tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"})
+    ctx = C.Context(user_path=str(path), user_text=user_text, run_text=converted, single_text=text, np=np,
+                    as_is=as_is, cold_cache=cold_cache, cache_dirs=cache_dirs,
+                    temp_dirs=temp_dirs)
+    rehearsal.single, rehearsal.dist = single, dist
+    rehearsal.workdir = str(workdir) if keep else None
+    rehearsal.checks = C.evaluate(ctx, conv, single, dist, timeout)
+    return rehearsal
 
 
 # -- CLI ------------------------------------------------------------------------------------------
+USAGE = ("horovodize verify PATH [--np N] [--set NAME=VALUE ...] [--as-is] [--cold-cache] [--timeout S] "
+         "[--format text|json] [--python PY] [--model-var NAME] [--keep] [--show-output] [-- ARGS ...]")
+
+
 def _options(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
     d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
-    parser.add_argument("--np", type=int, default=d(2), help="number of local ranks (default 2)")
+    parser.add_argument("--np", type=int, default=d(2), help="number of local CPU ranks (default 2)")
     parser.add_argument("--timeout", type=float, default=d(DEFAULT_TIMEOUT), metavar="S",
-                        help=f"seconds before the run is killed (default {DEFAULT_TIMEOUT:.0f})")
+                        help=f"seconds before a run's every process is killed (default {DEFAULT_TIMEOUT:.0f})")
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE", default=d(None), dest="sets",
+                        help="replace a module-level constant for the run (a temp copy; repeatable)")
+    parser.add_argument("--as-is", action="store_true", default=d(False),
+                        help="run the file without converting it (its single run: one rank)")
+    parser.add_argument("--cold-cache", action="store_true", default=d(False),
+                        help="start each run with empty Keras/TFDS/XDG caches (a temp HOME)")
+    parser.add_argument("--format", choices=("text", "json"), default=d("text"))
     parser.add_argument("--python", metavar="PY", default=d(None),
                         help="interpreter with tensorflow + horovod (default $HOROVODIZE_HVD_PYTHON, else python3)")
     parser.add_argument("--model-var", metavar="NAME", default=d(None),
-                        help="global holding the model to compare (default `model`, or the only Keras model)")
-    parser.add_argument("--keep", action="store_true", default=d(False),
-                        help="keep the temp dir with the converted script")
-    parser.add_argument("--show-output", action="store_true", default=d(False), help="print horovodrun's output")
+                        help="also compare this global (any object with weights or variables)")
+    parser.add_argument("--keep", action="store_true", default=d(False), help="keep the temp dir of the runs")
+    parser.add_argument("--show-output", action="store_true", default=d(False), help="print the runs' output")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`verify PATH [options] [-- ARGS]`: options may come before or after PATH; everything
     after `--` goes to the script. (argparse cannot mix a `*` positional with options that
     follow it, so PATH and what follows are taken as a remainder and parsed again in `run`.)"""
-    parser.usage = "horovodize verify PATH [--np N] [--timeout S] [--python PY] [--model-var NAME] [--keep] [--show-output] [-- ARGS ...]"
+    parser.usage = USAGE
     _options(parser)
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="PATH [-- ARGS ...]",
                         help="the single-GPU training script, then its arguments after --")
@@ -370,8 +420,7 @@ def _parse_rest(args) -> tuple[argparse.Namespace, list[str]]:
     if getattr(args, "path", None) and not rest:  # called with a ready namespace
         return args, list(getattr(args, "script_args", []) or [])
     head, script_args = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
-    sub = argparse.ArgumentParser(prog="horovodize verify", usage=(
-        "horovodize verify PATH [--np N] [--timeout S] [--python PY] [--model-var NAME] [-- ARGS ...]"))
+    sub = argparse.ArgumentParser(prog="horovodize verify", usage=USAGE)
     _options(sub, suppress=True)
     sub.add_argument("path", metavar="PATH")
     return sub.parse_args(head, namespace=args), script_args
@@ -379,25 +428,30 @@ def _parse_rest(args) -> tuple[argparse.Namespace, list[str]]:
 
 def run(args) -> int:
     args, script_args = _parse_rest(args)
+    text = getattr(args, "format", "text") == "text"
     try:
-        report = verify(args.path, np=args.np, timeout=args.timeout, script_args=script_args,
-                        model_var=args.model_var, python=args.python, keep=getattr(args, "keep", False))
+        rehearsal = verify(args.path, np=args.np, timeout=args.timeout, script_args=script_args,
+                           model_var=args.model_var, python=args.python, keep=getattr(args, "keep", False),
+                           sets=getattr(args, "sets", None) or (), as_is=getattr(args, "as_is", False),
+                           cold_cache=getattr(args, "cold_cache", False),
+                           progress=(lambda m: print(f"horovodize verify: {m}", file=sys.stderr)) if text else None)
     except VerifyError as e:
         print(f"horovodize: {e}", file=sys.stderr)
         return 2
     if getattr(args, "show_output", False):
-        print(report.output.rstrip("\n"))
-    elif not report.ok and not any(r.error for r in report.ranks):
-        print("\n".join(report.output.rstrip("\n").splitlines()[-40:]))  # the tail, for context
-    print(f"verify {report.path}: {report.np} rank(s), horovodrun --gloo")
-    for line in report.summary_lines():
-        print(line)
-    if report.workdir:
-        print(f"converted script kept in {report.workdir}")
-    return 0 if report.ok else 1
+        for run_ in (rehearsal.single, rehearsal.dist):
+            if run_ is not None:
+                print(f"== {run_.label} run output\n{run_.output.rstrip()}", file=sys.stderr)
+    if text:
+        print(rehearsal.table())
+    else:
+        print(C.to_json(rehearsal.checks))
+    if rehearsal.workdir:
+        print(f"runs kept in {rehearsal.workdir}", file=sys.stderr)
+    return 0 if rehearsal.ok else 1
 
 
-def main(argv: list[str] | None = None) -> int:  # `python -m horovodize.verify`
+def main(argv: list[str] | None = None) -> int:  # `python -m horovodize.app.verify`
     parser = argparse.ArgumentParser(prog="horovodize verify")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -91,9 +91,11 @@ async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParam
     if entry is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     asyncio.get_running_loop().call_soon(ls.prime_later, entry)     # (after this answer is sent)
-    if params.previous_result_id == entry.result_id:
-        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=entry.result_id)
-    return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics, result_id=entry.result_id)
+    rehearsal = ls.rehearsal.get(params.text_document.uri, [])
+    result_id = entry.result_id + (f"r{id(rehearsal)}" if rehearsal else "")   # (a rehearsal's are new)
+    if params.previous_result_id == result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics + rehearsal, result_id=result_id)
 
 
 async def current_analysis(ls: HorovodizeServer, uri: str):

@@ -246,6 +246,7 @@ class HorovodizeServer(LanguageServer):
         self._result_ids = itertools.count(1)
         self._since_collect = 0                                       # analyses since a full collection
         self._idle_collect: asyncio.TimerHandle | None = None
+        self.rehearsal: dict[str, list] = {}                          # uri -> diagnostics of its last rehearsal
 
     # -- client capabilities -----------------------------------------------------------
     @property
@@ -312,6 +313,7 @@ class HorovodizeServer(LanguageServer):
         self.analyses.pop(uri, None)
         self._pending.pop(uri, None)
         self._published.pop(uri, None)
+        self.rehearsal.pop(uri, None)
         try:
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
@@ -515,7 +517,7 @@ class HorovodizeServer(LanguageServer):
             publish_cells(self, entry, previous)
         else:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, version=entry.version, diagnostics=entry.diagnostics))
+                uri=uri, version=entry.version, diagnostics=entry.diagnostics + self.rehearsal.get(uri, [])))
         self.prime_later(entry)
 
     async def in_worker(self, fn, *args):

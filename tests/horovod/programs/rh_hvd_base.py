@@ -1,0 +1,35 @@
+"""Rehearsal mutants: a Horovod Keras program written by hand (run with `verify --as-is`).
+MUTANT (argv[1]) breaks one thing: `shared_checkpoint`, `undivided`, `print`, `download`
+(argv[2]: the origin), or nothing (`none`)."""
+import sys
+
+import numpy as np
+import tensorflow as tf
+import horovod.tensorflow.keras as hvd
+
+hvd.init()
+MUTANT = sys.argv[1] if len(sys.argv) > 1 else "none"
+EPOCHS = 2
+
+if MUTANT == "download":
+    hvd.allreduce(tf.constant(0), name="start")   # the ranks start together, as on a cluster
+    path = tf.keras.utils.get_file("rh_data.npz", origin=sys.argv[2])   # every rank, into one cache
+
+rng = np.random.RandomState(0)
+x = rng.rand(64, 4).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+dataset = tf.data.Dataset.from_tensor_slices((x, y))
+if MUTANT != "undivided":
+    dataset = dataset.shard(hvd.size(), hvd.rank())
+dataset = dataset.batch(8)
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+model.compile(optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01 * hvd.size())), loss="mse")
+model.fit(dataset, epochs=EPOCHS, callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)],
+          verbose=1 if hvd.rank() == 0 else 0)
+if MUTANT == "shared_checkpoint":
+    model.save_weights("rh_shared.h5")          # every rank, the same path (h5py: C code)
+elif hvd.rank() == 0:
+    model.save_weights("rh_rank0.h5")
+if MUTANT == "print":
+    print("trained", hvd.rank())                # every rank

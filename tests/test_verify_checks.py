@@ -1,0 +1,202 @@
+"""The rehearsal's checks, table, JSON and --set, over reports as the wrapper writes them
+(no Horovod run: the Horovod tier runs the real thing, tests/horovod/test_verify.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from horovodize.app import verify
+from horovodize.app import verify_checks as C
+from horovodize.lsp import rehearse
+from pygls.exceptions import JsonRpcInvalidParams
+
+USER = "import tensorflow as tf\nEPOCHS = 3\nmodel = make()\nmodel.fit(x, epochs=EPOCHS)\nprint('done')\n"
+# the converted text: two lines inserted after the import, the fit line edited
+RUN = ("import tensorflow as tf\nimport horovod.tensorflow.keras as hvd\nhvd.init()\nEPOCHS = 3\nmodel = make()\n"
+       "model.fit(x, epochs=EPOCHS, verbose=0)\nprint('done')\n")
+
+
+def ctx(**kw):
+    base = {"user_path": "/w/train.py", "user_text": USER, "run_text": RUN, "single_text": USER, "np": 2,
+            "as_is": False, "cold_cache": False, "cache_dirs": ("/home/u/.keras",), "temp_dirs": ("/tmp",)}
+    base.update(kw)
+    return C.Context(**base)
+
+
+def report(rank, **kw):
+    rep = {"rank": rank, "exit": 0, "error": None, "weights": {"model model: dense/kernel:0": "aa"}, "steps": 8,
+           "writes": [], "prints": []}
+    rep.update(kw)
+    return rep
+
+
+def runs(single_steps=16, **per_rank):
+    single = C.Run("single", 1, reports={0: report(0, steps=single_steps)})
+    dist = C.Run("dist", 2, reports={r: report(r, **per_rank.get(f"r{r}", {})) for r in range(2)})
+    return single, dist
+
+
+def evaluate(c, single, dist):
+    checks = C.evaluate(c, C.Check("converts", C.PASS, "converted"), single, dist, 600)
+    return {k.check: k for k in checks}
+
+
+def test_all_pass():
+    checks = evaluate(ctx(), *runs())
+    assert [c.status for c in checks.values()] == ["PASS"] * 5 + ["SKIP", "PASS"]   # cold cache not asked
+    assert list(checks) == list(C.CHECKS[:5]) + ["cold cache", "prints"]
+
+
+def test_shared_write_points_to_the_users_line():
+    w = [["open", "/w/ckpt.h5", 6]]            # line 6 of the converted script = line 4 of the user's
+    checks = evaluate(ctx(), *runs(r0={"writes": w}, r1={"writes": w}))
+    c = checks["writes"]
+    assert (c.status, c.rank, c.line, c.path) == ("FAIL", 1, 4, "/w/train.py"), c
+    assert c.reason.startswith("/w/ckpt.h5 written by ranks 0, 1")
+
+
+def test_rank1_writes_outside_caches_but_not_in_temp_or_caches():
+    ok = [["open", "/tmp/x", 6], ["open", "/home/u/.keras/datasets/d.npz", 6]]
+    assert evaluate(ctx(), *runs(r1={"writes": ok}))["writes"].status == "PASS"
+    c = evaluate(ctx(), *runs(r1={"writes": ok + [["os.replace", "/w/log.txt", 7]]}))["writes"]
+    assert c.status == "FAIL" and "rank 1 wrote /w/log.txt (os.replace)" in c.reason and c.line == 5
+
+
+def test_cache_race_is_the_cold_cache_check_only_with_cold_cache():
+    w = [["open", "/home/u/.keras/datasets/d.npz", 6]]
+    warm = evaluate(ctx(), *runs(r0={"writes": w}, r1={"writes": w}))
+    assert warm["writes"].status == "FAIL" and warm["cold cache"].status == "SKIP"
+    cold = evaluate(ctx(cold_cache=True), *runs(r0={"writes": w}, r1={"writes": w}))
+    assert cold["writes"].status == "PASS" and cold["cold cache"].status == "FAIL"
+    assert "d.npz in the empty cache written by ranks 0, 1" in cold["cold cache"].reason
+
+
+def test_strace_writes_count_and_say_when_unseen():
+    single, dist = runs()
+    dist.strace = {0: [("open (C)", "/w/w.h5")], 1: [("open (C)", "/w/w.h5")]}
+    dist.strace_used = True
+    c = evaluate(ctx(), single, dist)["writes"]
+    assert c.status == "FAIL" and c.line is None and "/w/w.h5 written by ranks 0, 1" in c.reason
+    assert "strace is not installed" in evaluate(ctx(), *runs())["writes"].reason
+
+
+def test_steps_each_rank_about_single_over_n():
+    assert evaluate(ctx(), *runs(single_steps=17))["work divided"].status == "PASS"      # 8 and 8 of 17
+    c = evaluate(ctx(), *runs(single_steps=16, r0={"steps": 16}, r1={"steps": 16}))["work divided"]
+    assert c.status == "FAIL" and c.rank == 0 and "made 16 optimizer steps, the single run 16" in c.reason
+    assert evaluate(ctx(), *runs(single_steps=None))["work divided"].status == "SKIP"
+
+
+def test_weights_first_differing_variable():
+    w1 = {"model model: dense/kernel:0": "aa", "variable dense/bias:0": "b1"}
+    w2 = {"model model: dense/kernel:0": "aa", "variable dense/bias:0": "b2"}
+    c = evaluate(ctx(), *runs(r0={"weights": w1}, r1={"weights": w2}))["same weights"]
+    assert c.status == "FAIL" and "rank 1 differs from rank 0 in variable dense/bias:0 (1 of 2 differ)" in c.reason
+    c = evaluate(ctx(), *runs(r0={"weights": {"model model: k": "1"}}, r1={"weights": {"model model: k": "2"}}))
+    assert c["same weights"].line == 3         # `model = make()`
+
+
+def test_prints_noise_passes_a_print_fails_at_its_line():
+    noise = [[None, "2026-11-26 17:00:00.123456: I tensorflow/core/foo.cc:1] hello"],
+             [None, "WARNING:absl:something"], [6, "Downloading data from file:///x"],
+             [6, ("    8192/30000000 [..............................] - ETA: 0s\b\b\b\r30000000/30000000 "
+                  "[==============================] - 0s 0us/step")]]
+    assert evaluate(ctx(), *runs(r1={"prints": noise}))["prints"].status == "PASS"
+    fit_bar = [[6, "8/8 [==============================] - 0s 2ms/step - loss: 0.5"]]
+    assert evaluate(ctx(), *runs(r1={"prints": noise + fit_bar}))["prints"].status == "FAIL"
+    c = evaluate(ctx(), *runs(r1={"prints": noise + [[7, "done"]]}))["prints"]
+    assert (c.status, c.rank, c.line) == ("FAIL", 1, 5) and "rank 1 printed 'done'" in c.reason
+
+
+def test_a_rank_that_did_not_finish_skips_what_it_could_not_report():
+    single, dist = runs()
+    del dist.reports[1]
+    dist.timed_out, dist.leftover = True, []
+    checks = evaluate(ctx(), single, dist)
+    assert checks["ranks finish"].status == "FAIL"
+    assert "timed out after 600s, every rank's process group killed; rank 1: killed at the timeout" \
+        in checks["ranks finish"].reason
+    assert {k: c.status for k, c in checks.items() if k not in ("converts", "ranks finish")} == {
+        "same weights": "SKIP", "work divided": "SKIP", "writes": "SKIP", "cold cache": "SKIP", "prints": "PASS"}
+
+
+def test_table_and_json():
+    checks = list(evaluate(ctx(), *runs(r1={"prints": [[7, "done"]]})).values())
+    text = C.table(checks, "title")
+    assert text.splitlines()[0] == "title"
+    assert "FAIL  prints        rank 1 printed 'done' [train.py:5]" in text
+    assert text.splitlines()[-1] == "FAILED: 5 passed, 1 failed, 1 skipped"
+    data = json.loads(C.to_json(checks))
+    assert data[-1] == {"check": "prints", "status": "FAIL", "reason": "rank 1 printed 'done'", "rank": 1,
+                        "path": "/w/train.py", "line": 5}
+    assert data[0] == {"check": "converts", "status": "PASS", "reason": "converted"}
+
+
+def test_set_replaces_a_module_level_constant_in_place():
+    text = "A = 1\nB: int = 2  # two\ndef f():\n    A = 5\nC = [1,\n     2]\n"
+    out = C.apply_sets(text, C.parse_sets(["A=10", "B=3", "C=(4, 5)"]))
+    assert out == "A = 10\nB: int = 3  # two\ndef f():\n    A = 5\nC = (4, 5)\n"
+
+
+@pytest.mark.parametrize("text,item,message", [
+    ("A = 1\n", "B=2", "no module-level assignment `B = ...`"),
+    ("A = f()\n", "A=2", "line 1 does not assign a constant"),
+    ("A = 1\nA = 2\n", "A=3", "assigned 2 times at module level (lines 1, 2)"),
+    ("A = B = 1\n", "A=3", "does not assign a constant"),
+    ("A = 1\n", "A=abc", "the value must be a Python literal"),
+    ("A = 1\n", "A", "expected NAME=VALUE"),
+])
+def test_set_errors(text, item, message):
+    with pytest.raises(C.SetError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        C.apply_sets(text, C.parse_sets([item]))
+
+
+def test_set_error_is_a_one_line_exit_2(tmp_path, capsys):
+    script = tmp_path / "t.py"
+    script.write_text("EPOCHS = 10\n")
+    assert verify.main([str(script), "--set", "STEPS=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["horovodize: --set STEPS: no module-level assignment `STEPS = ...` in the file"]
+    assert script.read_text() == "EPOCHS = 10\n"
+
+
+def test_line_map_through_insertions_and_edits():
+    m = C.line_map(RUN, USER)
+    assert [m[i] for i in range(1, 8)] == [1, 2, 2, 2, 3, 4, 5]
+
+
+def test_parse_strace():
+    log = ('12 openat(AT_FDCWD, "/w/a.h5", O_RDWR|O_CREAT|O_TRUNC, 0666) = 9\n'
+           '12 openat(AT_FDCWD, "/w/b", O_RDONLY|O_CLOEXEC) = 3\n'
+           '12 openat(AT_FDCWD, "/tmp", O_RDWR|O_EXCL|O_TMPFILE, 0600) = 4\n'
+           '12 openat(AT_FDCWD, "/w/c", O_WRONLY|O_CREAT, 0666) = -1 EACCES (Permission denied)\n'
+           '13 rename("/w/d.tmp", "/w/d") = 0\n'
+           '13 unlink("/w/e") = 0\n')
+    assert verify.parse_strace(log) == [("open (C)", "/w/a.h5"), ("rename", "/w/d"), ("unlink", "/w/e")]
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "expects \\[uri\\]"),
+    ([{"uri": "file:///a.py", "np": 0}], "`np` must be a positive integer"),
+    ([{"uri": "file:///a.py", "sets": "A=1"}], "`sets` must be a list of strings"),
+    ([{"uri": "file:///a.py", "timeout": -1}], "`timeout` must be a positive number"),
+    ([{"uri": "file:///a.py", "asIs": "yes"}], "`asIs` must be a boolean"),
+])
+def test_lsp_command_argument_errors(args, message):
+    with pytest.raises(JsonRpcInvalidParams, match=message):
+        rehearse.parse_args(args)
+
+
+def test_lsp_command_arguments():
+    assert rehearse.parse_args(["file:///a.py"])["np"] == 2
+    opts = rehearse.parse_args([{"uri": "file:///a.py", "np": 3, "sets": ["E=1"], "coldCache": True, "args": ["x"]}])
+    assert opts == {"uri": "file:///a.py", "np": 3, "sets": ["E=1"], "as_is": False, "cold_cache": True,
+                    "timeout": verify.DEFAULT_TIMEOUT, "script_args": ["x"]}
+
+
+def test_rehearsal_diagnostics_on_failed_lines():
+    checks = [C.Check("prints", C.FAIL, "rank 1 printed 'x'", 1, "/w/t.py", 5), C.Check("writes", C.PASS, "ok"),
+              C.Check("work divided", C.FAIL, "rank 0 ...", 0)]
+    diags = rehearse.diagnostics(checks, "/w/t.py")
+    assert len(diags) == 1 and diags[0].range.start.line == 4 and diags[0].source == "horovodize-rehearsal"
