@@ -88,6 +88,23 @@ def test_steps_each_rank_about_single_over_n():
     assert evaluate(ctx(), *runs(single_steps=None))["work divided"].status == "SKIP"
 
 
+def test_work_divided_by_whole_epochs():
+    # kio_mnist_convnet's shape: fit on arrays, 15 epochs of 4 steps; converted, each of 2 ranks
+    # runs ceil(15 / 2) = 8 epochs: 32 steps, not 30 -- Horovod's keras examples divide so
+    single, dist = runs(single_steps=60, r0={"steps": 32, "epochs": 8}, r1={"steps": 32, "epochs": 8})
+    single.reports[0]["epochs"] = 15
+    c = evaluate(ctx(), single, dist)["work divided"]
+    assert c.status == "PASS" and "8 of 15 epochs each" in c.reason, c
+    # one epoch on 2 ranks: ceil(1 / 2) = 1 divides nothing, whatever the epochs say
+    single, dist = runs(single_steps=8, r0={"steps": 8, "epochs": 1}, r1={"steps": 8, "epochs": 1})
+    single.reports[0]["epochs"] = 1
+    assert evaluate(ctx(), single, dist)["work divided"].status == "FAIL"
+    # epochs not divided (each rank ran all 15): fails
+    single, dist = runs(single_steps=60, r0={"steps": 60, "epochs": 15}, r1={"steps": 60, "epochs": 15})
+    single.reports[0]["epochs"] = 15
+    assert evaluate(ctx(), single, dist)["work divided"].status == "FAIL"
+
+
 def test_weights_first_differing_variable():
     w1 = {"model model: dense/kernel:0": "aa", "variable dense/bias:0": "b1"}
     w2 = {"model model: dense/kernel:0": "aa", "variable dense/bias:0": "b2"}

@@ -269,12 +269,21 @@ def check_steps(ctx: Context, single: Run | None, dist: Run) -> Check:
     n = dist.np
     lo, hi = math.floor(base / n) - 1, math.ceil(base / n) + 1
     steps = {r: dist.reports[r].get("steps") for r in range(n)}
+    # fit's epochs divided as Horovod's keras examples divide them, ceil(E / N) whole epochs
+    # per rank: up to one epoch's steps more than an exact share (not when E < N: then
+    # ceil(E / N) = E and nothing is divided)
+    epochs = single.reports[0].get("epochs")
+    whole = ""
+    if epochs and math.ceil(epochs / n) < epochs and all(
+            dist.reports[r].get("epochs") == math.ceil(epochs / n) for r in range(n)):
+        hi = max(hi, math.ceil(math.ceil(epochs / n) * base / epochs) + 1)
+        whole = f"; {math.ceil(epochs / n)} of {epochs} epochs each"
     for r, s in steps.items():
         if s is None or not lo <= s <= hi:
             return Check("work divided", FAIL, f"rank {r} made {s} optimizer steps, the single run {base}: each of "
                          f"{n} ranks should make about {base / n:g}", rank=r)
     return Check("work divided", PASS, f"single run {base} steps; ranks {', '.join(str(steps[r]) for r in range(n))}"
-                 f" (about {base / n:g} each)")
+                 f" (about {base / n:g} each{whole})")
 
 
 def _writes(run: Run, rank: int) -> list[tuple[str, str, int | None]]:

@@ -133,6 +133,17 @@ def _install_optimizer_patch():
         tf.config.threading.set_intra_op_parallelism_threads(1)
     except Exception:
         pass
+    try:   # epochs run by fit: a division by whole epochs (Horovod's keras examples) rounds up
+        history = tf.keras.callbacks.History
+        orig_end = history.on_epoch_end
+
+        def on_epoch_end(self, epoch, logs=None):
+            report["epochs"] = (report.get("epochs") or 0) + 1
+            return orig_end(self, epoch, logs)
+
+        history.on_epoch_end = on_epoch_end
+    except Exception:
+        pass
     for getter in (lambda: tf.keras.optimizers.Optimizer, lambda: tf.keras.optimizers.legacy.Optimizer,
                    lambda: tf.compat.v1.train.Optimizer):
         try:
