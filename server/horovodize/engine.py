@@ -36,6 +36,9 @@ LOOP_BLOCKING = set(restrictions.SYNC_RULES) | {"HVD001", "HVD002"}
 # Report points whose notes (what a rule could not do) leave the program wrong: they block the
 # whole-file conversion (point 5's "divided, but" too; its "not divided" notes are advisory).
 BLOCKING_POINTS = (7, 9, 10)
+# A note that starts so says the point is done in a way that is right but costs more (the
+# archive extracted again by the other ranks of a host): advisory, it blocks nothing.
+ADVISORY = "done, but "
 
 WHOLE_FILE_TITLE = "Make Horovod-distributed"
 
@@ -67,7 +70,8 @@ class Analysis:
         not faster) are advisory. Only when the conversion would otherwise go ahead."""
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
-        return [n for n in self.notes if n[0] in BLOCKING_POINTS or (n[0] == 5 and n[2].startswith("divided, but"))]
+        return [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
+                or (n[0] == 5 and n[2].startswith("divided, but"))]
 
     def refusal_reasons(self) -> list[tuple[str, int, str]]:
         """(code, 1-based line, message) of each restriction that blocks the conversion, then

@@ -139,7 +139,9 @@ def test_untar_extracts_again_so_the_cleaning_follows_every_extraction():
                                     "np.load")]
     assert order == sorted(order) and out.count('name="data_cleaned"') == 2
     p = point(text, 9)
-    assert p["status"] == "partly done" and "untar" in p["notes"][0]["note"]
+    # right (every extraction ends before the cleaning and the reads), only slower: advisory, the
+    # point is done and the conversion goes ahead (all or nothing blocks only what is wrong)
+    assert p["status"] == "done" and p["notes"][0]["note"].startswith("done, but") and "untar" in p["notes"][0]["note"]
 
 
 CHECKPOINTED = """import numpy as np

@@ -5,7 +5,7 @@ stdout stays the converted program; ``--format json`` for tools.
 
 from __future__ import annotations
 
-from ..engine import Analysis
+from ..engine import ADVISORY, Analysis
 from ..parse.imports import import_bindings
 
 POINTS = [
@@ -78,7 +78,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
             # else the point changed
             status = "not done"
             why = "; ".join(f"line {n['line']}: {n['note']}" for n in notes)
-        elif notes and status == "done":
+        elif notes and status == "done" and not all(n["note"].startswith(ADVISORY) for n in notes):
             status = "partly done"
         elif notes and status == "nothing to change":
             status = "not done"         # what was left is in the notes (a fetch in a return, a per-rank flag)
