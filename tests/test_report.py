@@ -297,3 +297,17 @@ def test_report_of_a_reinforcement_learning_loop_is_true(tmp_path):
     path.write_text(EPISODES.replace('env = gym.make("CartPole-v0")', 'env = gym.make("CartPole-v0")\nds = tf.data.Dataset.range(3).repeat()'))
     points = {p["point"]: p for p in json.loads(run("convert", "--format", "json", str(path)).stderr.strip().splitlines()[-1])["points"]}
     assert points[5]["status"] != "nothing to change"
+
+
+def test_report_says_list_files_records_are_not_counted(tmp_path):
+    """Files sharded at `list_files` (seeded so the ranks' shards are disjoint): point 5 is
+    partly done, and says the record counts per rank are not known to be equal."""
+    path = tmp_path / "lf.py"
+    path.write_text((Path(__file__).parent / "fixtures/HVD041/fit_list_files_interleave.py").read_text())
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    assert 'list_files("data/train-*.tfrecord", seed=1337).apply(lambda ds: ds.shard(' in proc.stdout
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "partly done", point5
+    assert [c["code"] for c in point5["changes"]] == ["HVD041"]
+    assert "files are divided by rank" in point5["notes"][0]["note"]

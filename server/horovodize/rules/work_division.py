@@ -382,6 +382,10 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
         return
     q = ctx.env.callee_qualname(pipe.source) or ""
+    files = _listed_files(ctx, pipe) if src is pipe.source else None
+    if files is not None:
+        yield from _shard_files(ctx, files, pipe, seen)
+        return
     if not q.endswith(KNOWN_SIZE):
         # Sharding without an equal bound can give one rank one more batch: its last allreduce
         # then waits for ranks that have finished. No size, no safe bound: left to the user.
@@ -411,6 +415,53 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
 
 
 SHARD_SEED = 1337      # the seed keras-io's examples give the directory utilities
+# Readers of a list of files: ``TFRecordDataset(files)`` with ``files`` a list_files dataset.
+FILE_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+
+
+def _listed_files(ctx: RuleContext, pipe: Pipeline) -> N.Call | None:
+    """The ``tf.data.Dataset.list_files(...)`` call the pipeline's records come from: its own
+    source, or the file names a reader at its source reads (``TFRecordDataset(files)``)."""
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if q.endswith("Dataset.list_files"):
+        return pipe.source
+    if not q.endswith(FILE_READERS):
+        return None
+    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
+    inner = pipeline(ctx, arg.value, pipe.source.node, 1) if arg is not None else None
+    if inner is None or inner.source is None or inner.calls:
+        return None      # (a list_files dataset already transformed: left to the user)
+    iq = ctx.env.callee_qualname(inner.source) or ""
+    return inner.source if iq.endswith("Dataset.list_files") else None
+
+
+def _shard_files(ctx: RuleContext, files: N.Call, pipe: Pipeline, seen: set) -> Iterator[Finding]:
+    """Shard the file names at ``list_files``: each rank reads its own files, the same number
+    of files on every rank. ``list_files`` shuffles with a seed of each run's own unless given
+    one, so each rank would order the files its own way and the shards would overlap: the
+    same ``seed=`` on every rank keeps the shuffle and makes the shards disjoint."""
+    key = _key(files)
+    if key in seen or ctx.blocked("HVD041", files.node) or mentions_hvd(files.node, ctx):
+        return
+    if files.has_star():
+        note(ctx, files.node, "not divided: `list_files(*...)` may shuffle the files with a random seed of "
+             "its own on each rank; give it `seed=` and shard it by rank")
+        return
+    seen.add(key)
+    hvd = ctx.hvd
+    end = ctx.source.offset(files.trailer.end_pos)
+    edits = [Edit(end, end, f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
+                            f".take(ds.cardinality() // {hvd}.size()))")]
+    shuffle = files.keyword("shuffle") or (files.positional(1) if len(files.args) > 1 else None)
+    unshuffled = shuffle is not None and shuffle.value.type == "keyword" and shuffle.value.value == "False"
+    if not unshuffled and files.keyword("seed") is None and len(files.args) < 3:
+        edits = ctx.add_keyword(files, f"seed={SHARD_SEED}") + edits
+    note(ctx, files.node, "partly done: the files are divided by rank, the same number on every rank, "
+         "but not their records: if the files hold different numbers of batches, one rank runs more "
+         "steps and its last allreduce waits for the others; bound every rank by the same "
+         "steps_per_epoch or take(n)")
+    yield finding(ctx, "HVD041", files.node, "every rank reads every file from `tf.data.Dataset.list_files`",
+                  Fix(RULES["HVD041"][1], edits))
 
 
 def _checkpoint_intervals(ctx: RuleContext, fit: N.Call) -> Iterator[Finding]:
