@@ -311,3 +311,46 @@ def test_report_says_list_files_records_are_not_counted(tmp_path):
     assert point5["status"] == "partly done", point5
     assert [c["code"] for c in point5["changes"]] == ["HVD041"]
     assert "files are divided by rank" in point5["notes"][0]["note"]
+
+
+LIST_FILES_SPLIT = """import pathlib
+import tensorflow as tf
+
+data_dir = pathlib.Path("flower_photos")
+image_count = len(list(data_dir.glob('*/*.jpg')))
+list_ds = tf.data.Dataset.list_files(str(data_dir/'*/*'), shuffle=False)
+list_ds = list_ds.shuffle(image_count, reshuffle_each_iteration=False)
+class_names = sorted(p.name for p in data_dir.glob('*') if p.is_dir())
+val_size = int(image_count * 0.2)
+train_ds = list_ds.skip(val_size)
+val_ds = list_ds.take(val_size)
+
+def get_label(file_path):
+    parts = tf.strings.split(file_path, "/")
+    return tf.argmax(parts[-2] == class_names)
+
+def process_path(file_path):
+    img = tf.io.decode_jpeg(tf.io.read_file(file_path), channels=3)
+    return tf.image.resize(img, [180, 180]), get_label(file_path)
+
+AUTOTUNE = tf.data.AUTOTUNE
+train_ds = train_ds.map(process_path, num_parallel_calls=AUTOTUNE).cache().shuffle(1000).batch(32).prefetch(AUTOTUNE)
+val_ds = val_ds.map(process_path, num_parallel_calls=AUTOTUNE).batch(32)
+model = tf.keras.Sequential([tf.keras.layers.Rescaling(1./255), tf.keras.layers.Conv2D(32, 3, activation='relu'),
+                             tf.keras.layers.GlobalAveragePooling2D(), tf.keras.layers.Dense(len(class_names))])
+model.compile(optimizer='adam', loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=['accuracy'])
+model.fit(train_ds, validation_data=val_ds, epochs=3)
+"""
+
+
+def test_report_says_list_files_split_is_not_sharded(tmp_path):
+    """The TF images tutorial's shape: the listed files split by skip/take counted on all of
+    them: sharding the files first would make each rank's split lopsided; not divided, said."""
+    path = tmp_path / "split.py"
+    path.write_text(LIST_FILES_SPLIT)
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0
+    assert "shard(" not in proc.stdout
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "not done", point5
+    assert "split by skip/take" in point5["notes"][0]["note"]

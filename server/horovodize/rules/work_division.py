@@ -447,6 +447,13 @@ def _shard_files(ctx: RuleContext, files: N.Call, pipe: Pipeline, seen: set) -> 
         note(ctx, files.node, "not divided: `list_files(*...)` may shuffle the files with a random seed of "
              "its own on each rank; give it `seed=` and shard it by rank")
         return
+    if pipe.method("skip") or pipe.method("take"):
+        # ``list_ds.skip(val_size)``: a split counted on all the files would take a larger
+        # part of each rank's share; shard after the split instead (left to the user)
+        note(ctx, files.node, "not divided: the files from `list_files` are split by skip/take counted on "
+             "all of them; shard the training split by rank (`.shard(hvd.size(), hvd.rank())`) and bound "
+             "every rank by the same take(n)")
+        return
     seen.add(key)
     hvd = ctx.hvd
     end = ctx.source.offset(files.trailer.end_pos)
@@ -456,10 +463,12 @@ def _shard_files(ctx: RuleContext, files: N.Call, pipe: Pipeline, seen: set) -> 
     unshuffled = shuffle is not None and shuffle.value.type == "keyword" and shuffle.value.value == "False"
     if not unshuffled and files.keyword("seed") is None and len(files.args) < 3:
         edits = ctx.add_keyword(files, f"seed={SHARD_SEED}") + edits
-    note(ctx, files.node, "partly done: the files are divided by rank, the same number on every rank, "
-         "but not their records: if the files hold different numbers of batches, one rank runs more "
-         "steps and its last allreduce waits for the others; bound every rank by the same "
-         "steps_per_epoch or take(n)")
+    # one element per file (``map(load_image)``): equal files, equal steps; else say so
+    if files is not pipe.source or not all(c.method in SIZE_PRESERVING for c in pipe.calls):
+        note(ctx, files.node, "partly done: the files are divided by rank, the same number on every rank, "
+             "but not their records: if the files hold different numbers of batches, one rank runs more "
+             "steps and its last allreduce waits for the others; bound every rank by the same "
+             "steps_per_epoch or take(n)")
     yield finding(ctx, "HVD041", files.node, "every rank reads every file from `tf.data.Dataset.list_files`",
                   Fix(RULES["HVD041"][1], edits))
 
