@@ -4,7 +4,9 @@ collective steps (contract point 5).
 * HVD041: a finite tf.data pipeline that feeds training without a step bound is sharded at
   its source, right after the ``tf.data.Dataset.*(...)`` call, before shuffle and batch;
   each rank then takes the same count (``cardinality() // hvd.size()``), so a size that
-  does not divide evenly cannot give one rank one more allreduce (a hang).
+  does not divide evenly cannot give one rank one more allreduce (a hang). File lists
+  (``list_files``, seeded alike on every rank; a glob read by ``TFRecordDataset``) are
+  sharded by file, the same number of files per rank (records not counted: said in point 5).
 * HVD042: step bounds are divided: ``fit(steps_per_epoch=, validation_steps=)``, Estimator
   ``train(steps=, max_steps=)`` and ``TrainSpec(max_steps=)`` (never to 0).
 * HVD043: ``fit`` on in-memory arrays divides its epochs, as Horovod's Keras examples do
@@ -386,6 +388,10 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     if files is not None:
         yield from _shard_files(ctx, files, pipe, seen)
         return
+    listed = _file_list(ctx, pipe) if src is pipe.source else None
+    if listed is not None:
+        yield from _shard_file_list(ctx, listed, pipe, seen)
+        return
     if not q.endswith(KNOWN_SIZE):
         # Sharding without an equal bound can give one rank one more batch: its last allreduce
         # then waits for ranks that have finished. No size, no safe bound: left to the user.
@@ -433,6 +439,54 @@ def _listed_files(ctx: RuleContext, pipe: Pipeline) -> N.Call | None:
         return None      # (a list_files dataset already transformed: left to the user)
     iq = ctx.env.callee_qualname(inner.source) or ""
     return inner.source if iq.endswith("Dataset.list_files") else None
+
+
+GLOBS = ("tensorflow.io.gfile.glob", "glob.glob")
+
+
+def _file_list(ctx: RuleContext, pipe: Pipeline):
+    """The file-name argument of a reader at the pipeline's source when it is a Python list
+    of files: ``TFRecordDataset(tf.io.gfile.glob(p))``, a name bound once to such a glob, or
+    a list literal of several names."""
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(FILE_READERS):
+        return None
+    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
+    if arg is None:
+        return None
+    value = N.unparen(arg.value)
+    if value.type == "name":
+        found = [b for b in ctx.env.bindings if b.name == value.value]
+        if len(found) != 1 or found[0].value is None:
+            return None
+        value = N.unparen(found[0].value)
+    if value.type == "atom" and value.children[0] == "[" and value.children[1].type == "testlist_comp":
+        return arg
+    call = N.as_call(value)
+    return arg if call is not None and (ctx.env.callee_qualname(call) or "") in GLOBS else None
+
+
+def _shard_file_list(ctx: RuleContext, arg, pipe: Pipeline, seen: set) -> Iterator[Finding]:
+    """``TFRecordDataset(files)`` reads ``files`` as a dataset of its names, sorted (the same
+    order on every rank), sharded, the same number of files on every rank."""
+    key = _key(pipe.source)
+    if key in seen or ctx.blocked("HVD041", pipe.source.node) or mentions_hvd(pipe.source.node, ctx):
+        return
+    root = pipe.source.node.children[0]
+    if root.type != "name" or not (pipe.source.callee_dotted() or "").startswith(f"{root.value}.data."):
+        return          # (``from tensorflow.data import TFRecordDataset``: no tf name to build with)
+    seen.add(key)
+    hvd, tf = ctx.hvd, root.value
+    start, end = ctx.source.span(arg.value)
+    edits = [Edit(start, start, f"{tf}.data.Dataset.from_tensor_slices(sorted("),
+             Edit(end, end, f")).apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank())"
+                            f".take(ds.cardinality() // {hvd}.size()))")]
+    note(ctx, pipe.source.node, "partly done: the files are divided by rank, the same number on every rank, "
+         "but not their records: if the files hold different numbers of batches, one rank runs more "
+         "steps and its last allreduce waits for the others; bound every rank by the same "
+         "steps_per_epoch or take(n)")
+    yield finding(ctx, "HVD041", pipe.source.node, "every rank reads every file of the list",
+                  Fix(RULES["HVD041"][1], edits))
 
 
 def _shard_files(ctx: RuleContext, files: N.Call, pipe: Pipeline, seen: set) -> Iterator[Finding]:
