@@ -72,7 +72,7 @@ def test_take_in_a_function_on_a_local_dataset():
 
         def pipeline(files):
             ds = tf.data.TFRecordDataset(files)
-            return ds.map(parse).take(
+            return ds.map(parse).shard(hvd.size(), hvd.rank()).take(
                 max(1, 100 // hvd.size()),
             )
 
@@ -97,7 +97,7 @@ def test_take_one_peek_is_not_a_training_bound():
         """ + STEP
     out = rule_output(src(text), "HVD040")
     assert "dataset.take(1):" in out and "dataset.take(1)))" in out
-    assert "dataset.take(max(1, 20 // hvd.size())):" in out
+    assert "dataset.shard(hvd.size(), hvd.rank()).take(max(1, 20 // hvd.size())):" in out   # (not shuffled)
 
 
 def test_shard_alternative():
@@ -108,12 +108,20 @@ def test_shard_alternative():
         for x in dataset.take(10):
             train_step(x)
         """ + STEP)
+    # not shuffled: every rank would take the same first elements, so the shard comes first and
+    # dividing the count alone is the alternative; after a shuffle it is the other way round
     analysis = analyze(text)
     (site,) = sites(analysis, "HVD040")
     (alt,) = site.alternatives
-    out = apply_edits(text, analysis.fix_edits(alt))
+    out = apply_edits(text, analysis.fix_edits(site.fix))
     assert "for x in dataset.shard(hvd.size(), hvd.rank()).take(max(1, 10 // hvd.size())):" in out
     compiles(out)
+    assert "for x in dataset.take(max(1, 10 // hvd.size())):" in apply_edits(text, analysis.fix_edits(alt))
+    shuffled = text.replace("dataset = tf.data.Dataset.range(1000)", "dataset = tf.data.Dataset.range(1000).shuffle(100)")
+    analysis = analyze(shuffled)
+    (site,) = sites(analysis, "HVD040")
+    assert "for x in dataset.take(max(1, 10 // hvd.size())):" in apply_edits(shuffled, analysis.fix_edits(site.fix))
+    assert site.alternatives[0].title.startswith("Shard")
 
 
 def test_take_on_something_that_is_not_a_dataset():

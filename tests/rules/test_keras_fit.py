@@ -195,3 +195,25 @@ def test_tqdm_on_rank0(imports, before, after):
 
 def test_tqdm_not_imported_from_tqdm_left_alone():
     assert_no_rule(HEAD + FIT + "def tqdm(x):\n    return x\nfor b in tqdm(batches):\n    pass\n", "HVD051")
+
+
+HISTORY = """import json
+import matplotlib.pyplot as plt
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+history = model.fit(tf.ones((8, 4)), tf.ones((8, 1)), epochs=4)
+{read}
+"""
+
+
+def test_history_read_gets_averaged_metrics_unless_it_is_serialised():
+    # a History that is plotted holds the metrics averaged over the ranks (Horovod's guide)
+    plotted = convert_text(HISTORY.format(read='plt.plot(history.history["loss"])'))
+    assert "hvd.callbacks.MetricAverageCallback()" in plotted
+    # Horovod's averaged logs are numpy float32: json.dump(history.history) would raise
+    # TypeError (seen on 2 ranks: tests/horovod/programs/wd_save_load.py), so it is left out
+    for read in ('json.dump(history.history, open("h.json", "w"))', "s = json.dumps({'h': history.history})"):
+        out = convert_text(HISTORY.format(read=read))
+        assert "BroadcastGlobalVariablesCallback(0)" in out and "MetricAverageCallback" not in out, read

@@ -32,10 +32,26 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         scale = divide(ctx, arg.value)
         dot = ctx.source.offset(call.node.children[call.index - 1].start_pos)
-        shard = Edit(dot, dot, f".shard({ctx.hvd}.size(), {ctx.hvd}.rank())")
+        shard = Fix(SHARD_TITLE, [Edit(dot, dot, f".shard({ctx.hvd}.size(), {ctx.hvd}.rank())")] + scale)
+        take = Fix(RULES["HVD040"][1], scale)
+        # a shuffle before the take gives each rank its own elements; without one every rank
+        # would take the same first n // N (`packed_ds.skip(n_val).take(n_train)`): shard first
+        first, other = (take, shard) if _shuffled(ctx, call, b) else (shard, take)
         yield finding(ctx, "HVD040", call.node, f"every rank takes the same {arg.value.get_code(include_prefix=False)} elements",
-                      Fix(RULES["HVD040"][1], scale),
-                      alternatives=[Fix("Shard the dataset by rank and take max(1, n // hvd.size())", [shard] + scale)])
+                      first, alternatives=[other])
+
+
+SHARD_TITLE = "Shard the dataset by rank and take max(1, n // hvd.size())"
+
+
+def _shuffled(ctx: RuleContext, call: N.Call, binding) -> bool:
+    """A ``shuffle`` in the chain before the take, or in a value assigned to the dataset name
+    (``dataset = dataset.shuffle(100).batch(10)``)."""
+    chain = "".join(c.get_code(include_prefix=False) for c in call.node.children[1:call.index])
+    if ".shuffle(" in chain:
+        return True
+    values = [getattr(binding, "value", None)] + [v for _s, v, _op in ctx.facts.assignments(binding.name, call.node)]
+    return any(v is not None and ".shuffle(" in v.get_code(include_prefix=False) for v in values)
 
 
 def _sharded(ctx: RuleContext, call: N.Call) -> bool:

@@ -251,7 +251,24 @@ def _history_read(ctx: RuleContext, call: N.Call) -> bool:
             or stmt.children[1] != "=" or stmt.children[0].type != "name":
         return False
     name = stmt.children[0].value
-    return any(leaf.start_pos > stmt.end_pos and not _rebinds(leaf) for leaf in ctx.env.index.names.get(name, ()))
+    reads = [leaf for leaf in ctx.env.index.names.get(name, ()) if leaf.start_pos > stmt.end_pos and not _rebinds(leaf)]
+    # Horovod's averaged logs are numpy float32: ``json.dump(history.history, f)`` would then
+    # fail (TypeError), so a History that is serialised keeps the rank's own Python floats
+    return bool(reads) and not any(_serialised(leaf) for leaf in reads)
+
+
+SERIALISERS = ("json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump")
+
+
+def _serialised(leaf) -> bool:
+    """The name is (part of) an argument of a JSON/YAML dump."""
+    node = leaf.parent
+    while node is not None and node.type not in ("simple_stmt", "suite", "file_input"):
+        call = N.as_call(node)
+        if call is not None and call.callee_dotted() in SERIALISERS:
+            return True
+        node = node.parent
+    return False
 
 
 def _rebinds(leaf) -> bool:
