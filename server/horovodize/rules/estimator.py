@@ -228,5 +228,16 @@ def run_configs(ctx: RuleContext) -> Iterator[N.Call]:
 def pinned_by_run_config(ctx: RuleContext) -> bool:
     """The program's Estimators run through a ``RunConfig``: pinning belongs in its
     ``session_config`` (a session numbers the GPUs it is given; with ``tf.config`` pinning
-    too, rank 1 would ask for a GPU it cannot see). Read by HVD001."""
-    return any(True for _ in run_configs(ctx))
+    too, rank 1 would ask for a GPU it cannot see). Read by HVD001. Not when an Estimator is
+    built here without a ``config`` (``RunConfig()`` made and never passed): it keeps
+    ``tf.config`` pinning."""
+    if not any(True for _ in run_configs(ctx)):
+        return False
+    for b in ctx.env.with_role():
+        call = N.as_call(b.value) if b.role == "estimator" else None
+        if call is None or ".estimator." not in "." + (ctx.env.callee_qualname(call) or ""):
+            continue            # built elsewhere (a factory function's return)
+        if call.keyword("config") is None and not call.has_star() \
+                and sum(1 for a in call.args if a.keyword is None) < 3:   # Estimator(model_fn, model_dir, config)
+            return False
+    return True
