@@ -2,7 +2,11 @@
 ``hvd.BroadcastGlobalVariablesHook(0)`` (HVD060); only rank 0 writes ``model_dir`` (HVD061),
 ``RunConfig(model_dir=)`` included. Premade Estimators (``DNNClassifier(optimizer=...)``)
 get their optimizer scaled and distributed (HVD010/HVD011) whether it is given by name, as a
-class, an instance or a lambda, or left to the default.
+class, an instance or a lambda, or left to the default. A ``RunConfig`` without
+``session_config`` gets Horovod's pinning, ``ConfigProto`` with ``allow_growth`` and
+``visible_device_list=str(hvd.local_rank())`` (HVD070 in tf1_session.py, as Horovod's estimator
+example): the Estimator builds its own session from it, so HVD001 then leaves out ``tf.config``
+pinning (``pinned_by_run_config``).
 
 Requires: env (estimator bindings).
 """
@@ -210,3 +214,30 @@ def run_config_sites(ctx: RuleContext) -> Iterator[Finding]:
         value = arg.value
         yield finding(ctx, "HVD061", value, "every rank writes checkpoints to the RunConfig's model_dir",
                       Fix(RULES["HVD061"][1], ctx.rank0_value(value)))
+
+
+# -- GPU pinning through RunConfig(session_config=...) (HVD070) -----------------------------
+def run_configs(ctx: RuleContext) -> Iterator[N.Call]:
+    if not any(b.role == "estimator" for b in ctx.env.with_role()):
+        return
+    for call in ctx.calls("RunConfig"):
+        if (ctx.env.callee_qualname(call) or "").endswith("estimator.RunConfig") and not call.has_star():
+            yield call
+
+
+def pinned_by_run_config(ctx: RuleContext) -> bool:
+    """The program's Estimators run through a ``RunConfig``: pinning belongs in its
+    ``session_config`` (a session numbers the GPUs it is given; with ``tf.config`` pinning
+    too, rank 1 would ask for a GPU it cannot see). Read by HVD001. Not when an Estimator is
+    built here without a ``config`` (``RunConfig()`` made and never passed): it keeps
+    ``tf.config`` pinning."""
+    if not any(True for _ in run_configs(ctx)):
+        return False
+    for b in ctx.env.with_role():
+        call = N.as_call(b.value) if b.role == "estimator" else None
+        if call is None or ".estimator." not in "." + (ctx.env.callee_qualname(call) or ""):
+            continue            # built elsewhere (a factory function's return)
+        if call.keyword("config") is None and not call.has_star() \
+                and sum(1 for a in call.args if a.keyword is None) < 3:   # Estimator(model_fn, model_dir, config)
+            return False
+    return True

@@ -13,6 +13,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
+from .estimator import pinned_by_run_config
 from .tapes import keras_step_tapes, tape_loops_beside_fit, tf_module_alias
 
 RULES = {
@@ -42,7 +43,7 @@ def setup_code(ctx: RuleContext) -> str:
         if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx):   # a tape needs horovod.tensorflow's wrapper
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")
-    if "Session" in ctx.summary.kinds:     # graph mode pins in the session config (HVD070)
+    if "Session" in ctx.summary.kinds or pinned_by_run_config(ctx):   # pinned in the session config (HVD070)
         return "\n".join(lines)
     lines += [
         f"gpus = {tf}.config.experimental.list_physical_devices('GPU')",

@@ -1,9 +1,10 @@
 """TF1 graph-mode rules (Horovod's ``tensorflow_mnist.py`` / ``tensorflow_word2vec.py``):
-pin one GPU per rank through the session config (HVD070), broadcast the initial variables
-right after the initializer runs (HVD071), give a ``MonitoredTrainingSession`` the broadcast
-hook and write its checkpoints on rank 0 only (HVD072), divide the step count (HVD073),
-save with ``Saver`` on rank 0 only (HVD074). A ``tf.train.XOptimizer(...)`` on which
-``minimize`` is called directly is scaled and wrapped in place (HVD010/HVD011).
+pin one GPU per rank through the session config (HVD070; an Estimator's through
+``RunConfig(session_config=)``), broadcast the initial variables right after the
+initializer runs (HVD071), give a ``MonitoredTrainingSession`` the broadcast hook and
+write its checkpoints on rank 0 only (HVD072), divide the step count (HVD073), save with
+``Saver`` on rank 0 only (HVD074). A ``tf.train.XOptimizer(...)`` on which ``minimize`` is called
+directly is scaled and wrapped in place (HVD010/HVD011).
 
 Graph-mode pinning is the session config's ``visible_device_list``, not
 ``tf.config.set_visible_devices`` (HVD001 leaves that out for Session programs): a Session
@@ -20,7 +21,8 @@ from ..analysis.roles import TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
-from .estimator import hook_edits, keyword_first
+from .estimator import _module_prefix as estimator_prefix
+from .estimator import hook_edits, keyword_first, run_configs
 from .optimizer import RULES as OPT_RULES
 from .optimizer import _scale
 
@@ -41,6 +43,7 @@ def graph(ctx: RuleContext):
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
+    yield from run_config_pinning(ctx)
     g = graph(ctx)
     if g is None:
         return
@@ -119,6 +122,22 @@ def _pinning(ctx: RuleContext, g) -> Iterator[Finding]:
         yield finding(ctx, "HVD070", inline.node, "the session config sees every GPU on every rank",
                       Fix(RULES["HVD070"][1], edits))
     del hvd
+
+
+def run_config_pinning(ctx: RuleContext) -> Iterator[Finding]:
+    """An Estimator's ``RunConfig`` without ``session_config`` gets Horovod's pinning."""
+    for call in run_configs(ctx):
+        if call.keyword("session_config") is not None or ctx.blocked("HVD070", call.node):
+            continue        # the user's own session config: theirs to pin (its binding is HVD070's)
+        prefix = estimator_prefix(ctx, call)
+        if prefix is None:
+            continue
+        v1 = prefix if "compat.v1" in (ctx.env.aliases.get(prefix.split(".")[0], "") + "." + prefix) \
+            else f"{prefix}.compat.v1"
+        text = (f"session_config={v1}.ConfigProto(gpu_options={v1}.GPUOptions("
+                f"allow_growth=True, visible_device_list=str({ctx.hvd}.local_rank())))")
+        yield finding(ctx, "HVD070", call.node, "the Estimator's sessions see every GPU on every rank",
+                      Fix(RULES["HVD070"][1], keyword_first(ctx, call, text)))
 
 
 def _assigned_device_list(ctx: RuleContext, b):
