@@ -65,7 +65,7 @@ def test_shared_checkpoint_fails_writes(hvd_env, horovodize_exe, tmp_path):
     table = rows(proc)
     assert proc.returncode == 1
     only_failure(table, "writes")
-    assert re.search(r"rh_shared\.h5 written by ranks 0, 1", table["writes"][1]), table
+    assert re.search(r"rh_shared\.npy written by ranks 0, 1", table["writes"][1]), table
 
 
 def test_undivided_dataset_fails_work_divided_json(hvd_env, horovodize_exe, tmp_path):
