@@ -137,3 +137,43 @@ def record(row: dict) -> None:
     if path:
         with open(path, "a") as fh:
             fh.write(json.dumps(row) + "\n")
+
+
+AUDIT = Path(__file__).resolve().parent / "audit"       # sitecustomize audit hook: writes per rank
+
+
+def empty_home(workdir: Path, extra: dict | None = None) -> dict:
+    """HOME as WORKDIR/home, made empty (a cold Keras cache: ~/.keras does not exist yet)."""
+    home = workdir / "home"
+    home.mkdir(parents=True)
+    return {"HOME": str(home), **(extra or {})}
+
+
+def single_run(program: Path, workdir: Path, env: dict, timeout: float = RUN_TIMEOUT) -> dict:
+    """PROGRAM unconverted in one plain process of the Horovod venv, in WORKDIR with ENV
+    added: rank 0's report (the reference the 2-rank run is held to)."""
+    py, _ = require_hvd_env()
+    report_dir = workdir / "reports"
+    report_dir.mkdir(parents=True)
+    proc = subprocess.run([str(py), str(program)], cwd=workdir, env=run_env(report_dir, workdir / "out", env),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((report_dir / "report-0.json").read_text())
+
+
+def audited_run(script: Path, workdir: Path, env: dict, np: int = 2,
+                timeout: float = RUN_TIMEOUT) -> tuple[RankRun, dict]:
+    """horovodrun under the audit hook: (run, rank -> [(event, path relative to WORKDIR,
+    when)] for what each rank wrote, made or removed inside WORKDIR)."""
+    audit_dir = workdir / "audit"
+    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir), **env}
+    run = horovodrun(script, workdir, np=np, timeout=timeout, env=env)
+    events: dict = {r: [] for r in range(np)}
+    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
+        rank = int(path.stem.split("-")[1])
+        for line in path.read_text().splitlines():
+            e = json.loads(line)
+            p = Path(e["path"])
+            if workdir in p.parents:
+                events.setdefault(rank, []).append((e["event"], str(p.relative_to(workdir)), e["t"]))
+    return run, events

@@ -14,12 +14,9 @@ conversion, rank 1 extracted the archive again (the unsup folder back) while ran
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import subprocess
 import zipfile
-from pathlib import Path
 
 import hvd_harness as H
 import pytest
@@ -27,7 +24,6 @@ import pytest
 pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
 SIZE = 2
 TIMEOUT = 180
-AUDIT = Path(__file__).resolve().parent / "audit"
 PROGRAM = "da_get_file_clean.py"
 CACHE = "home/.keras/"
 ARCHIVE_IN_CACHE = "home/.keras/datasets/classes.zip"
@@ -53,15 +49,13 @@ def _archive(tmp_path) -> str:
 
 
 def _env(workdir, archive: str) -> dict:
-    home = workdir / "home"
-    home.mkdir(parents=True)          # an empty Keras cache: ~/.keras does not exist yet
-    return {"HOME": str(home), "HVD_DATA_ARCHIVE": archive}
+    return H.empty_home(workdir, {"HVD_DATA_ARCHIVE": archive})
 
 
 def test_data_folder_extracted_and_cleaned_once_per_host(hvd_env, horovodize_exe, tmp_path):
     archive = _archive(tmp_path)
     program = H.PROGRAMS / PROGRAM
-    single = _single_process(program, tmp_path / "single", archive)
+    single = H.single_run(program, tmp_path / "single", _env(tmp_path / "single", archive), TIMEOUT)
     assert (single["classes"], single["examples"]) == (2, 80)
 
     converted = H.convert(program, tmp_path / PROGRAM)
@@ -69,7 +63,7 @@ def test_data_folder_extracted_and_cleaned_once_per_host(hvd_env, horovodize_exe
     assert "extract=hvd.local_rank() == 0" in text and text.count('name="data_barrier"') == 2
     workdir = tmp_path / "run"
     workdir.mkdir()
-    run, events = _run(converted, workdir, archive)
+    run, events = H.audited_run(converted, workdir, _env(workdir, archive), np=SIZE, timeout=TIMEOUT)
     bad = []
     if run.timed_out or run.returncode != 0:
         bad.append(f"exit {run.returncode}{' (timed out)' if run.timed_out else ''}")
@@ -101,33 +95,3 @@ def test_data_folder_extracted_and_cleaned_once_per_host(hvd_env, horovodize_exe
     if in_cache1:
         bad.append(f"rank 1 wrote into the cache: {in_cache1[:5]}")
     assert not bad, "\n".join(bad) + f"\nconverted program: {converted}\n--- output tail ---\n{run.tail()}"
-
-
-def _single_process(program: Path, workdir: Path, archive: str) -> dict:
-    """The unconverted program in one plain process: the reference classes and steps."""
-    py, _ = H.require_hvd_env()
-    report_dir = workdir / "reports"
-    report_dir.mkdir(parents=True)
-    proc = subprocess.run([str(py), str(program)], cwd=workdir,
-                          env=H.run_env(report_dir, workdir / "out", _env(workdir, archive)),
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads((report_dir / "report-0.json").read_text())
-
-
-def _run(script, workdir, archive: str):
-    """horovodrun under the audit hook, HOME an empty directory; (run, rank -> [(event,
-    path relative to `workdir`, when)] for what the rank wrote, made or removed there)."""
-    audit_dir = workdir / "audit"
-    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{H.PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir),
-           **_env(workdir, archive)}
-    run = H.horovodrun(script, workdir, np=SIZE, timeout=TIMEOUT, env=env)
-    events: dict = {r: [] for r in range(SIZE)}
-    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
-        rank = int(path.stem.split("-")[1])
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            p = Path(e["path"])
-            if workdir in p.parents:
-                events.setdefault(rank, []).append((e["event"], str(p.relative_to(workdir)), e["t"]))
-    return run, events

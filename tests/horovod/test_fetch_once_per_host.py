@@ -13,12 +13,9 @@ seen, rank 1 downloading the zip while rank 0, finding it there, extracted it.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import subprocess
 import zipfile
-from pathlib import Path
 
 import hvd_harness as H
 import pytest
@@ -26,7 +23,6 @@ import pytest
 pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
 SIZE = 2
 TIMEOUT = 180
-AUDIT = Path(__file__).resolve().parent / "audit"
 PROGRAM = "da_get_file_extract.py"
 CACHE = "home/.keras/"
 ARCHIVE_IN_CACHE = "home/.keras/datasets/features.zip"
@@ -47,22 +43,21 @@ def _archive(tmp_path) -> str:
 
 
 def _env(workdir, archive: str) -> dict:
-    home = workdir / "home"
-    home.mkdir(parents=True)          # an empty Keras cache: ~/.keras does not exist yet
-    return {"HOME": str(home), "HVD_DATA_ARCHIVE": archive}
+    return H.empty_home(workdir, {"HVD_DATA_ARCHIVE": archive})
 
 
 def test_get_file_extract_fetched_once_per_host(hvd_env, horovodize_exe, tmp_path):
     archive = _archive(tmp_path)
     program = H.PROGRAMS / PROGRAM
-    single = _single_process(program, tmp_path / "single", archive)
+    single = H.single_run(program, tmp_path / "single", _env(tmp_path / "single", archive), TIMEOUT)
 
     converted = H.convert(program, tmp_path / PROGRAM)
     text = converted.read_text()
     assert 'name="data_barrier"' in text and "int(math.ceil(4 / hvd.size()))" in text
     workdir = tmp_path / "run"
     workdir.mkdir()
-    run, written = _run(converted, workdir, archive)
+    run, events = H.audited_run(converted, workdir, _env(workdir, archive), np=SIZE, timeout=TIMEOUT)
+    written = {r: {(path, t) for e, path, t in events[r] if e == "write"} for r in range(SIZE)}
     bad = []
     if run.timed_out or run.returncode != 0:
         bad.append(f"exit {run.returncode}{' (timed out)' if run.timed_out else ''}")
@@ -83,33 +78,3 @@ def test_get_file_extract_fetched_once_per_host(hvd_env, horovodize_exe, tmp_pat
     if not cache0 or cache1 and min(cache1) <= max(cache0):
         bad.append(f"the ranks wrote the cache at the same time: {sorted(written[0])} / {sorted(written[1])}")
     assert not bad, "\n".join(bad) + f"\nconverted program: {converted}\n--- output tail ---\n{run.tail()}"
-
-
-def _single_process(program: Path, workdir: Path, archive: str) -> dict:
-    """The unconverted program in one plain process: the reference step count."""
-    py, _ = H.require_hvd_env()
-    report_dir = workdir / "reports"
-    report_dir.mkdir(parents=True)
-    proc = subprocess.run([str(py), str(program)], cwd=workdir,
-                          env=H.run_env(report_dir, workdir / "out", _env(workdir, archive)),
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads((report_dir / "report-0.json").read_text())
-
-
-def _run(script, workdir, archive: str):
-    """horovodrun under the audit hook, HOME an empty directory; (run, rank -> (file written
-    in `workdir`, when))."""
-    audit_dir = workdir / "audit"
-    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{H.PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir),
-           **_env(workdir, archive)}
-    run = H.horovodrun(script, workdir, np=SIZE, timeout=TIMEOUT, env=env)
-    written: dict = {r: set() for r in range(SIZE)}
-    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
-        rank = int(path.stem.split("-")[1])
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            p = Path(e["path"])
-            if e["event"] == "write" and workdir in p.parents:
-                written.setdefault(rank, set()).add((str(p.relative_to(workdir)), e["t"]))
-    return run, written
