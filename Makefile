@@ -65,12 +65,17 @@ vscode-env:
 	bash scripts/vscode_env.sh
 
 # HOROVODIZE_EXPECT_NATIVE: tests/test_native.py fails when the compiled modules did not build.
+# The whole suite in two passes: the quick tiers on both cores (pytest-xdist, one file per
+# worker), then the Horovod runs and the real editor one at a time (each run already uses
+# both cores; code-server wants one port). A failing pass stops the target.
+QUICK := -m "not horovod and not vscode"
 test: $(STAMP) $(NATIVE) hvd-env vscode-env
-	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile $(QUICK)
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -m "horovod or vscode"
 
 # The quick tiers only (no Horovod runs, no browser): for the edit-test loop.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not horovod and not vscode"
+	$(PY) -m pytest -n 2 --dist loadfile $(QUICK)
 
 # The Horovod run tier only: converted programs on 2 ranks (horovodrun --gloo), ~4-5 min.
 test-horovod: $(STAMP) hvd-env
