@@ -69,6 +69,9 @@ WRITE_DOTTED = {"np.save", "np.savez", "np.savez_compressed", "np.savetxt", "num
                 "plt.savefig", "pyplot.savefig", "matplotlib.pyplot.savefig"}
 WRITE_METHODS = ("savefig", "to_csv", "to_json", "to_pickle")
 WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
+# Said in point 7 beside each barrier: the other ranks read rank 0's file where rank 0 wrote it.
+SHARED_FS = ("done, but after each barrier every rank reads the files rank 0 wrote: that needs one host or "
+             "a filesystem all hosts share; on hosts without one, read them on rank 0 only or copy them")
 # Calls that read a file rank 0 may just have written (HVD033).
 READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
                   "tensorflow.saved_model.load", "tensorflow.train.latest_checkpoint",
@@ -404,6 +407,8 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
         edit = ctx.insert_before_stmt(stmt, f"{sess}.run({barrier})" if sess else barrier)
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
+        if not any(n[2] == SHARED_FS for n in ctx.__dict__.get("notes", ())):
+            note(ctx, call, SHARED_FS)       # once: the first read after a barrier
 
 
 def _graph_session(ctx: RuleContext, call: N.Call) -> str | None:
