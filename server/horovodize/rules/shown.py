@@ -13,7 +13,9 @@ guarded where they are, grouped with the prints and writes beside them into one
 
 A statement is display-only when it is a call statement (not an assignment: a name it bound
 would be missing on the other ranks) and no call in it writes or runs a collective
-(``facts.effects``). A display of a file rank 0 wrote is `written.display_guards`'s.
+(``facts.effects``). Inside a display loop, an assignment whose names nothing reads after the
+loop (``ax = plt.subplot(...)``, an augmented image to show) belongs to the display too. A
+display of a file rank 0 wrote is `written.display_guards`'s.
 
 Requires: rules.base, analysis.effects (through ``facts.effects``). Provides:
 `display_sites` -> (line, call, code, message, edits, title) items for `rank0_guards`.
@@ -173,6 +175,8 @@ def _loop_only_shows(ctx: RuleContext, loop, statement) -> bool:
         for small in s.children:
             if small.type == "newline" or (small.type == "operator" and small.value == ";"):
                 continue
+            if _local_assignment(ctx, small, loop):
+                continue
             call = ctx.env.as_call(small)
             if call is None or statement(call) is not call.node:
                 return False
@@ -181,3 +185,29 @@ def _loop_only_shows(ctx: RuleContext, loop, statement) -> bool:
             if not _only_shows(ctx, small):
                 return False
     return True
+
+
+def _local_assignment(ctx: RuleContext, small, loop) -> bool:
+    """``ax = plt.subplot(...)`` / ``augmented = augment(image)`` in a display loop: names only
+    that loop uses (none read after it in its scope, so the other ranks miss nothing), bound
+    by a call-free or effect-free value (no write, no collective)."""
+    if small.type != "expr_stmt" or len(small.children) != 3 or small.children[1].type != "operator" \
+            or small.children[1].value != "=" or not _only_shows(ctx, small.children[2]):
+        return False
+    target = small.children[0]
+    names = {target.value} if target.type == "name" else \
+        {c.value for c in target.children if c.type == "name"} if target.type in ("testlist_star_expr", "exprlist") \
+        and all(c.type == "name" or c.type == "operator" and c.value == "," for c in target.children) else None
+    if not names:
+        return False
+    scope = N.enclosing(loop, {"funcdef", "classdef"}) or ctx.source.module
+    end = loop.end_pos
+    return not any(leaf.type == "name" and leaf.value in names and leaf.start_pos > end and not _bound_here(leaf)
+                   for leaf in N.walk(scope))
+
+
+def _bound_here(leaf) -> bool:
+    """`leaf` is the target of a plain ``name = ...`` (bound again, not read)."""
+    stmt = leaf.parent
+    return stmt is not None and stmt.type == "expr_stmt" and stmt.children[0] is leaf and \
+        stmt.children[1].type == "operator" and stmt.children[1].value == "="
