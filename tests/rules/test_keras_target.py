@@ -25,6 +25,7 @@ BLOCKED = {
     "blocked_stateless_call": (14, "`stateless_call` is Keras 3 only", "`tf.GradientTape`"),
     "blocked_from_keras_import_ops_unused": (2, "`keras.ops` exists only in Keras 3", "`tf.*` ops"),
     "keras3_ops_subclassed": (13, "`keras.ops` exists only in Keras 3", "`tf.*` ops"),
+    "blocked_torch_dataloader": (7, "a torch `DataLoader` fed to Keras is Keras 3 only", "`tf.data.Dataset`"),
 }
 
 

@@ -153,7 +153,18 @@ def keras3_blockers(env: Env) -> list[tuple[object, str, str]]:
     for call in stateless_uses(env):
         out.append((call.node, f"`{call.method}`", f"`{call.method}` is Keras 3 only (no Keras 2 twin): train with "
                                "`tf.GradientTape` and `apply_gradients`, then convert again"))
+    for call in torch_loaders(env)[:1]:
+        out.append((call.node, "`torch.utils.data.DataLoader`", "a torch `DataLoader` fed to Keras is Keras 3 only "
+                               "(Keras 2 trains on arrays, `tf.data` or `keras.utils.Sequence`): build a "
+                               "`tf.data.Dataset` from the same arrays instead, then convert again"))
     return out
+
+
+def torch_loaders(env: Env) -> list:
+    """``torch.utils.data.DataLoader(...)`` calls (Keras 3 trains on them; Keras 2 cannot)."""
+    torch = {local for node in env.imports for local, full in import_bindings(node) if full.split(".")[0] == "torch"}
+    return [call for call in env.index.by_method.get("DataLoader", ())
+            if (call.callee_dotted() or "").partition(".")[0] in torch]
 
 
 def _instead(api: str) -> str:

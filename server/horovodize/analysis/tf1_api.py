@@ -85,9 +85,9 @@ def tf1_api_messages(env) -> list[tuple[object, str, list]]:
     if uses:
         node, name = uses[0]
         more = [(n, f"`{w}` is TensorFlow 1 API too") for n, w in uses[1:] if w != name][:3]
-        out.append((node, f"`{name}` is TensorFlow 1 API, absent from TensorFlow 2.15 (the pinned stack): run "
-                    "tf_upgrade_v2 on the file (or use tensorflow.compat.v1 with tf.disable_v2_behavior()), "
-                    "then convert", more))
+        out.append((node, f"`{name}` is TensorFlow 1 API, absent from TensorFlow 2.15 (the pinned stack): write "
+                    "`import tensorflow.compat.v1 as tf` and call `tf.disable_v2_behavior()` (tf_upgrade_v2 alone "
+                    "is not enough for placeholders and sessions, which need graph mode), then convert", more))
     return out
 
 
