@@ -468,3 +468,23 @@ def test_distributed_estimator_gets_no_loop_finding(check):
 def test_not_a_tensorflow_program_has_no_summary(check):
     r = check("import numpy as np\nfor x in range(3):\n    print(x)\n")
     assert r.analysis.findings == [] and r.summary is None
+
+
+def test_gradients_allreduced_by_hand_are_a_distributed_tape(check):
+    # keras-io actor_critic as converted: the grads of a tape averaged with hvd.allreduce one
+    # by one (no DistributedGradientTape) is Horovod training, not a single-GPU loop
+    src = """
+import horovod.tensorflow as hvd
+import tensorflow as tf
+hvd.init()
+w = tf.Variable(1.0)
+opt = tf.keras.optimizers.Adam(0.01 * hvd.size())
+for step in range(3):
+    with tf.GradientTape() as tape:
+        loss = w * w
+    grads = tape.gradient(loss, [w])
+    grads = [None if g is None else hvd.allreduce(g) for g in grads]
+    opt.apply_gradients(zip(grads, [w]))
+"""
+    assert "HVD100" not in check(src).codes()
+    assert "HVD100" in check(src.replace("hvd.allreduce(g)", "g")).codes()

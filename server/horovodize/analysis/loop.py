@@ -216,7 +216,7 @@ class _Summarizer:
         self.compiled = {c.receiver_dotted() for c in idx.by_method.get("compile", ()) if c.method == "compile"}
         self.hvd_calls: dict[str, list] = {}
         for name in ("DistributedGradientTape", "DistributedOptimizer", "BroadcastGlobalVariablesHook",
-                     "BroadcastGlobalVariablesCallback", "broadcast_variables"):
+                     "BroadcastGlobalVariablesCallback", "broadcast_variables", "allreduce"):
             found = [c for c in idx.by_method.get(name, ()) if c.method == name]
             if found:
                 self.hvd_calls[name] = found
@@ -402,6 +402,16 @@ class _Summarizer:
             arg = call.positional(0)
             if arg is not None and N.dotted(arg.value) == tape.name and N.func_scope_of(call.node) is scope:
                 return True
+        # gradients averaged by hand (Horovod's RL-style `[hvd.allreduce(g) for g in grads]`)
+        grads = {N.dotted(c.node.parent.children[0]) for c in self.env.index.by_method.get("gradient", ())
+                 if c.method == "gradient" and c.receiver_dotted() == tape.name and c.node.parent is not None
+                 and c.node.parent.type == "expr_stmt" and N.func_scope_of(c.node) is scope}
+        grads.discard(None)
+        for call in self.hvd_calls.get("allreduce", ()):
+            if N.func_scope_of(call.node) is scope and self.env.horovod():
+                stmt = N.statement_of(call.node)
+                if any(leaf.type == "name" and leaf.value in grads for leaf in N.walk(stmt)):
+                    return True
         return False
 
     def fit_distributed(self, call: N.Call) -> bool:

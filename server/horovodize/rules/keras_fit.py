@@ -207,6 +207,10 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                 edits += class_edits
             if base is not None:
                 edits += _prepend(ctx, base, first)
+            elif _one_callback(ctx, arg.value):
+                # `callbacks=EarlyStopping(...)`: Keras takes one callback alone; list() of it would fail
+                start, end = ctx.source.span(arg.value)
+                edits += [Edit(start, start, f"[{', '.join(first)}, "), Edit(end, end, "]")]
             else:  # composition unknown here: broadcast first, the user's callbacks on every rank
                 edits += _paren(ctx, arg.value, f"[{', '.join(first)}] + list(", " or [])")
         if cbs.complete or base is not None:
@@ -219,6 +223,20 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                if any(broadcast in e.new_text for e in edits)
                else "a callback that writes files runs on every rank")
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
+
+
+def _one_callback(ctx: RuleContext, value) -> bool:
+    """`value` constructs one Keras callback (``tf.keras.callbacks.EarlyStopping(...)``, a class
+    of the file deriving from a ``Callback``), not a list of them."""
+    call = N.as_call(value)
+    if call is None or call.node is not value:
+        return False
+    q = ctx.env.callee_qualname(call) or ""
+    if ".callbacks." in q:
+        return True
+    cls = next((c for c in ctx.env.index.classdefs if c.name.value == call.callee_dotted()), None)
+    bases = cls.children[3] if cls is not None and cls.children[2] == "(" else None
+    return bases is not None and bases.type != "operator" and "Callback" in bases.get_code()
 
 
 def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
