@@ -345,14 +345,18 @@ model.fit(train_ds, validation_data=val_ds, epochs=3)
 """
 
 
-def test_report_says_list_files_split_is_not_sharded(tmp_path):
-    """The TF images tutorial's shape: the listed files split by skip/take counted on all of
-    them: sharding the files first would make each rank's split lopsided; not divided, said."""
+def test_list_files_split_is_seeded_then_sharded_after_the_split(tmp_path):
+    """The TF images tutorial's shape: the listed files shuffled once, then split by skip/take
+    counted on all of them. The shuffle gets a seed (every rank cuts the same split) and the
+    training part is sharded after its skip, so the split keeps its proportions."""
     path = tmp_path / "split.py"
     path.write_text(LIST_FILES_SPLIT)
     proc = run("convert", "--format", "json", str(path))
     assert proc.returncode == 0
-    assert "shard(" not in proc.stdout
+    out = proc.stdout
+    assert "list_ds.shuffle(image_count, reshuffle_each_iteration=False, seed=42)" in out
+    assert "train_ds = list_ds.skip(val_size).apply(lambda ds: ds.shard(hvd.size(), hvd.rank())" in out
+    assert "val_ds = list_ds.take(val_size)\n" in out
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
-    assert point5["status"] == "not done", point5
-    assert "split by skip/take" in point5["notes"][0]["note"]
+    assert point5["status"] == "done", point5
+    assert {c["code"] for c in point5["changes"]} == {"HVD041", "HVD045"}, point5

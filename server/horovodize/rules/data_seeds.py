@@ -7,6 +7,8 @@ Seeded with a fixed value, the same on every rank (the minimal edit):
 
 * ``train_test_split(...)`` (scikit-learn) -> ``random_state=42`` added;
 * ``df.sample(frac=...)`` (pandas, shuffling rows before ``np.split``) -> ``random_state=42``;
+* ``ds.shuffle(n, reshuffle_each_iteration=False)`` (tf.data, one order for a skip/take
+  split) -> ``seed=42``;
 * ``np.random.permutation(...)`` / ``np.random.shuffle(x)`` ->
   ``np.random.default_rng(42).permutation(...)`` (a generator of its own: the program's
   other draws from numpy's global state are unchanged).
@@ -59,12 +61,18 @@ def check_splits(ctx: RuleContext) -> Iterator[Finding]:
     start = min(s.node.start_pos for s in ctx.summary.sites if s.node is not None)
     seeded = [c.node.start_pos for name in ("seed", "set_random_seed") for c in ctx.calls(name)
               if _qualname(ctx, c).endswith(GLOBAL_SEEDS)]
+    # (numpy's global seed does not order a tf.data shuffle; TensorFlow's does)
+    tf_seeded = [c.node.start_pos for name in ("set_seed", "set_random_seed") for c in ctx.calls(name)
+                 if _qualname(ctx, c).endswith(("random.set_seed", "set_random_seed"))]
     for name in ("train_test_split", "sample", *NP_DRAWS):
         for call in ctx.calls(name):
             edits, what = _seed(ctx, call)
-            if edits is None or call.node.start_pos >= start or _in_loop(call.node):
+            if edits is None or _in_loop(call.node):
                 continue
-            if any(p < call.node.start_pos for p in seeded) or mentions_hvd(call.node, ctx) \
+            if call.node.start_pos >= start and not _fixed_order(call):
+                continue          # (a tf.data split's shuffle builds a dataset: where it stands does not matter)
+            if any(p < call.node.start_pos for p in (tf_seeded if _fixed_order(call) else seeded)) \
+                    or mentions_hvd(call.node, ctx) \
                     or ctx.blocked("HVD045", call.node):
                 continue
             yield finding(ctx, "HVD045", call.node, f"{what} without a seed: each rank makes its own split",
@@ -124,6 +132,10 @@ def _seed(ctx: RuleContext, call: N.Call) -> tuple[list | None, str]:
         if call.keyword("random_state") is not None:
             return None, ""
         return ctx.add_keyword(call, f"random_state={SEED}"), "`train_test_split`"
+    if _fixed_order(call):
+        if call.keyword("seed") is not None or call.positional(1) is not None:      # shuffle(n, seed, ...)
+            return None, ""
+        return ctx.add_keyword(call, f"seed={SEED}"), "`shuffle(reshuffle_each_iteration=False)` fixes a split"
     if call.method == "sample":
         if call.keyword("frac") is None or call.keyword("random_state") is not None:
             return None, ""        # pandas' sample(frac=...) only (a distribution's sample(n) is not a split)
@@ -133,6 +145,13 @@ def _seed(ctx: RuleContext, call: N.Call) -> tuple[list | None, str]:
         at = ctx.source.offset(name.children[1].start_pos)
         return [Edit(at, at, f"default_rng({SEED}).")], f"`np.random.{call.method}`"
     return None, ""
+
+
+def _fixed_order(call: N.Call) -> bool:
+    """``ds.shuffle(n, reshuffle_each_iteration=False)``: one order for good, the order a
+    ``skip``/``take`` split then cuts (tensorflow/docs load_data/images)."""
+    arg = call.keyword("reshuffle_each_iteration")
+    return call.method == "shuffle" and arg is not None and arg.value.get_code(include_prefix=False) == "False"
 
 
 def _in_loop(node) -> bool:

@@ -192,10 +192,11 @@ def bounds(ctx: RuleContext, pipe: Pipeline) -> list[N.Call]:
 def is_split(ctx: RuleContext, take: N.Call) -> bool:
     """``train = ds.take(n)`` next to ``val = ds.skip(n)``: a split of the data, not a step count.
     Dividing it would leave examples to nobody; the share is taken by sharding after it."""
+    other = "take" if take.method == "skip" else "skip"      # (``train = ds.skip(n)`` beside ``val = ds.take(n)``)
     receiver = _receiver_text(ctx, take)
     scope = N.func_scope_of(take.node)
     return any(_receiver_text(ctx, c) == receiver and N.func_scope_of(c.node) is scope
-               for c in ctx.calls("skip") if c.method == "skip")
+               for c in ctx.calls(other) if c.method == other)
 
 
 def _receiver_text(ctx: RuleContext, call: N.Call) -> str:
@@ -363,7 +364,7 @@ def note(ctx: RuleContext, node, text: str) -> None:
 
 
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
-    splits = [c for c in pipe.method("take") if is_split(ctx, c)]
+    splits = [c for c in pipe.calls if c.method in ("take", "skip") and is_split(ctx, c)]
     src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
     adapted = _adapted(ctx)
     if src is pipe.source and _attributes_read(ctx, src):
@@ -392,7 +393,8 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     if listed is not None:
         yield from _shard_file_list(ctx, listed, pipe, seen)
         return
-    if not q.endswith(KNOWN_SIZE):
+    if not q.endswith(KNOWN_SIZE) and not (src is not pipe.source and q.endswith("list_files")):
+        # (a file list cut by a split is sized: list_files knows its count, shuffle and skip keep it)
         # Sharding without an equal bound can give one rank one more batch: its last allreduce
         # then waits for ranks that have finished. No size, no safe bound: left to the user.
         note(ctx, pipe.source.node, f"not divided: `{q.removeprefix('tensorflow.')}` has no size known "
