@@ -45,6 +45,7 @@ SPECS = [
     Spec("wd_fit_arrays_callbacks.py", rank0_dirs=["wd-fit-ckpt"]),   # HVD043 + callbacks on the right ranks
     Spec("wd_fit_dataset_steps.py"),                                  # HVD042 steps_per_epoch
     Spec("wd_tape_uneven.py"),                                        # HVD041 shard + equal take, 97 examples
+    Spec("wd_zip_timeseries.py"),                                     # HVD041 at Dataset.zip and a Keras windows utility
     Spec("wd_save_load.py", rank0_files=["model.keras", "history.json", "weights.npy"]),   # HVD032/HVD033
     Spec("wd_take_peek.py"),                                          # take(1) peek left alone, take(20) divided
     Spec("wd_main_guard.py"),                                         # if __name__ == "__main__": main()
