@@ -37,6 +37,10 @@ from . import data_seeds  # noqa: E402  (contract point 5: the same random split
 
 RULE_MODULES = RULE_MODULES + (data_seeds,)
 
+from . import step_loops  # noqa: E402  (contract point 5: range(n) step loops, HVD042 there, HVD048)
+
+RULE_MODULES = RULE_MODULES + (step_loops,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)
