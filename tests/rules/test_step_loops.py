@@ -49,7 +49,18 @@ def test_a_generator_reading_in_order_is_not_divided():
     gen = "def batches():\n    while True:\n        for i in range(0, len(X), 32):\n            yield X[i:i + 32], Y[i:i + 32]\n\n\ng = batches()\n"
     text = program(gen, "    xb, yb = next(g)\n")
     assert "for step in range(300):" in convert_text(text) and codes(text) == []
-    assert "the generator `batches` yields the same batches on every rank" in notes(point5(text))
+    assert "the generator `batches` gives the same batches on every rank" in notes(point5(text))
+
+
+def test_a_batch_function_with_a_global_cursor_reads_in_order_even_when_it_samples():
+    # aymericdamien's word2vec: ``global data_index`` walks the words in order, random.sample
+    # only picks context words: every rank reads the same words
+    fn = ("import random\ndata_index = 0\n\n\ndef next_batch():\n    global data_index\n"
+          "    data_index = (data_index + 32) % len(X)\n    k = random.sample(range(4), 2)\n"
+          "    return X[data_index:data_index + 32], Y[data_index:data_index + 32]\n\n\n")
+    text = program(fn, "    xb, yb = next_batch()\n")
+    assert "for step in range(300):" in convert_text(text) and codes(text) == []
+    assert "the function `next_batch` gives the same batches on every rank" in notes(point5(text))
 
 
 def test_unseeded_random_batches_differ_already_only_the_steps_are_divided():

@@ -161,6 +161,8 @@ def _draw(ctx: RuleContext, call: N.Call) -> Draw | None:
     if name and "." not in name:
         fn = ctx.env.function_named(name, call.node)
         if fn is not None and _is_generator(fn) is False and _assigned_batch(call):
+            if _cursor(fn):
+                return Draw("fixed", fn)
             kind = _randomness(ctx, fn)
             return Draw("random", fn, kind) if kind else None
     return None
@@ -187,7 +189,8 @@ def _iterated(ctx: RuleContext, expr, at) -> Draw | None:
             name = call.callee_dotted()
             fn = ctx.env.function_named(name, at) if name and "." not in name else None
             if fn is not None and _is_generator(fn):
-                return Draw("random", fn, _randomness(ctx, fn)) if _randomness(ctx, fn) else Draw("fixed", fn)
+                kind = "" if _cursor(fn) else _randomness(ctx, fn)
+                return Draw("random", fn, kind) if kind else Draw("fixed", fn)
             return None
         if expr.type != "name":
             return None
@@ -213,6 +216,12 @@ def _last_assignment(ctx: RuleContext, name: str, at):
 def _is_generator(fn) -> bool:
     return any(n.type in ("yield_expr", "keyword") and (n.type == "yield_expr" or n.value == "yield")
                and N.func_scope_of(n) is fn for n in N.walk(fn.children[-1]))
+
+
+def _cursor(fn) -> bool:
+    """``global data_index``: the function walks the data in order from call to call (word2vec's
+    ``next_batch``), whatever it samples on the way: every rank reads the same data."""
+    return any(n.type in ("global_stmt", "nonlocal_stmt") for n in N.walk(fn.children[-1]))
 
 
 def _randomness(ctx: RuleContext, fn) -> str:
@@ -244,7 +253,8 @@ def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[
         return found, ""
     fn = draw.node
     if draw.kind == "fixed":
-        return [], f"the generator `{fn.name.value}` yields the same batches on every rank"
+        what = "generator" if _is_generator(fn) else "function"
+        return [], f"the {what} `{fn.name.value}` gives the same batches on every rank (it reads the data in order)"
     seed = _global_seed(ctx, draw.detail, loop)
     if seed is None:
         return [], ""               # unseeded: each rank draws its own batches
