@@ -41,6 +41,10 @@ from . import step_loops  # noqa: E402  (contract point 5: range(n) step loops, 
 
 RULE_MODULES = RULE_MODULES + (step_loops,)
 
+from . import schedules  # noqa: E402  (contract point 4: schedules follow the divided steps, HVD047)
+
+RULE_MODULES = RULE_MODULES + (schedules,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -116,7 +116,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 def _divide_range(ctx: RuleContext, rng: N.Call) -> list[Edit] | None:
     args = rng.args
-    if rng.has_star() or any(a.node.type == "argument" for a in args) or not 1 <= len(args) <= 2:
+    if rng.has_star() or any(a.keyword is not None for a in args) or not 1 <= len(args) <= 2:
         return None
     stop = args[-1].value
     if len(args) == 1 or (args[0].value.type == "number" and args[0].value.value == "0"):
