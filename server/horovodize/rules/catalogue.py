@@ -45,6 +45,10 @@ from . import schedules  # noqa: E402  (contract point 4: schedules follow the d
 
 RULE_MODULES = RULE_MODULES + (schedules,)
 
+from . import epoch_counts  # noqa: E402  (contract point 5: initial_epoch and the epochs' name after a divided fit)
+
+RULE_MODULES = RULE_MODULES + (epoch_counts,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -92,14 +92,18 @@ def _subclasses_schedule(cls) -> bool:
     return bases is not None and bases != ")" and BASE in bases.get_code(include_prefix=False)
 
 
-def _divided(ctx: RuleContext) -> bool:
-    """Whether the conversion divides each rank's optimizer steps (computed once)."""
-    cached = getattr(ctx, "_steps_divided", None)
+def divisions(ctx: RuleContext) -> list[Finding]:
+    """The findings that divide each rank's optimizer steps (computed once per analysis)."""
+    cached = getattr(ctx, "_divisions", None)
     if cached is None:
-        cached = any(f.code in DIVIDERS for module in (data_shard, work_division, step_loops)
-                     for f in module.check(ctx))
-        ctx._steps_divided = cached
+        cached = [f for module in (data_shard, work_division, step_loops) for f in module.check(ctx)
+                  if f.code in DIVIDERS]
+        ctx._divisions = cached
     return cached
+
+
+def _divided(ctx: RuleContext) -> bool:
+    return bool(divisions(ctx))
 
 
 def _per_rank_count(ctx: RuleContext, value) -> bool:
