@@ -99,8 +99,13 @@ def test_enumerate_take_loops_stay_with_hvd040():
     assert "train_data.take(max(1, 1000 // hvd.size()))" in convert_text(text)
 
 
-def test_a_reinforcement_learning_seed_is_left_to_hvd046():
+def test_a_reinforcement_learning_program_is_left_to_its_episodes():
+    # each rank trains on its own episodes (keras-io ppo_cartpole: `for _ in range(80):
+    # train_policy(buffers)`): no step division, no false "same data" note, HVD046 seeds
     fn = ("import gym\nenv = gym.make('CartPole-v1')\nnp.random.seed(1)\n"
           "def get_batch():\n    i = np.random.randint(0, len(X), 32)\n    return X[i], Y[i]\n\n\n")
-    out = convert_text(program(fn, "    xb, yb = get_batch()\n"))
-    assert out.count("np.random.seed(1 + hvd.rank())") == 1, out
+    text = program(fn, "    xb, yb = get_batch()\n")
+    out = convert_text(text)
+    assert out.count("np.random.seed(1 + hvd.rank())") == 1 and "for step in range(300):" in out, out
+    p = point5(program("import gym\nenv = gym.make('CartPole-v1')\n", "    xb, yb = X, Y\n"))
+    assert p["status"] == "nothing to change" and not p["notes"], p

@@ -20,6 +20,9 @@ function drawing a random batch ``x, y = get_batch()``).
   - anything else (a batch of fixed arrays, a generator that reads in order, a seeded
     ``default_rng``) is named in the report, and the loop is not divided.
 
+A reinforcement-learning program (it makes a ``gym`` environment) is left alone: each rank's
+steps train on the episodes of its own environment, the same number on every rank.
+
 Requires: env (bindings, local functions), loop summary (the loop driving each step),
 work_division (training data uses, the shard at source, the division edit).
 """
@@ -76,6 +79,8 @@ def _range_call(ctx: RuleContext, expr) -> N.Call | None:
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
+    if any(data_seeds._qualname(ctx, c).endswith(data_seeds.GYM_MAKE) for c in ctx.calls("make")):
+        return      # reinforcement learning: each rank's steps train on its own episodes (HVD046 seeds them)
     seen: set = set()
     for use in training_data(ctx):
         if use.kind != TAPE or use.site.distributed or use.expr is None:
