@@ -11,7 +11,9 @@ function drawing a random batch ``x, y = get_batch()``).
   times the learning rate:
   - a tf.data pipeline shuffled without a seed (and no global TensorFlow seed) is drawn in
     its own order on each rank: left as it is; one in a fixed order (no shuffle, a seeded
-    shuffle, ``tf.random.set_seed``) is sharded at its source (HVD041, as work_division does);
+    shuffle, ``tf.random.set_seed``) is sharded at its source (HVD041, as work_division does;
+    a repeated pipeline of unknown size, ``TFRecordDataset(...)...repeat()``, by a plain
+    ``.shard(hvd.size(), hvd.rank())``: the divided loop bounds every rank alike);
   - a function or generator drawing from numpy's or Python's global random state gives the
     same batches on every rank when the program seeds that state once: the seed gets
     ``+ hvd.rank()`` (HVD048), in place, or, when the program draws a split from it before the
@@ -37,7 +39,8 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from . import data_seeds
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .work_division import WRAPPERS, divide, note, pipeline, training_data, _shard
+from ..analysis.roles import KERAS_DATASETS
+from .work_division import KNOWN_SIZE, divide, note, pipeline, training_data, _shard
 
 RULES = {
     "HVD048": ("data-seed-per-rank", "Seed the batches' random draws per rank (seed + hvd.rank())"),
@@ -252,6 +255,9 @@ def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[
             return [], ""
         if _unseeded_shuffle(ctx, pipe, loop):
             return [], ""           # each rank shuffles in its own order
+        q = ctx.env.callee_qualname(pipe.source) or ""
+        if pipe.method("repeat") and not q.endswith(KNOWN_SIZE) and not q.endswith(KERAS_DATASETS):
+            return _shard_repeated(ctx, pipe, seen)
         found = list(_shard(ctx, pipe, seen, use))
         if not found:
             return [], "the dataset is read in the same order on every rank and cannot be sharded at its source"
@@ -270,6 +276,22 @@ def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[
     if any(f.start == start for f in data_seeds.check_rank_seeds(ctx)):
         return [], ""               # a reinforcement-learning program's seed: HVD046 makes it per rank
     return [_seed_per_rank(ctx, call, arg, draw, loop)], ""
+
+
+def _shard_repeated(ctx: RuleContext, pipe, seen: set) -> tuple[list[Finding], str]:
+    """A repeated pipeline whose size tf.data does not know (``TFRecordDataset(...)``): the
+    divided ``range`` bounds every rank's steps, so a plain ``.shard(hvd.size(), hvd.rank())``
+    after the source gives each rank its own records without an equal ``take``."""
+    src = pipe.source
+    key = (id(src.node), src.index)
+    if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
+        return [], ""
+    seen.add(key)
+    end = ctx.source.offset(src.trailer.end_pos)
+    name = (ctx.env.callee_qualname(src) or "").replace("tensorflow.", "tf.")
+    return [finding(ctx, "HVD041", src.node, f"every rank reads the same records from `{name}` in the same order",
+                    Fix("Shard the records by rank (the divided step loop bounds every rank alike)",
+                        [Edit(end, end, f".shard({ctx.hvd}.size(), {ctx.hvd}.rank())")]))], ""
 
 
 def _unseeded_shuffle(ctx: RuleContext, pipe, loop) -> bool:
