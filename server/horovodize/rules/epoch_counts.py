@@ -26,15 +26,17 @@ RULES: dict = {}      # (HVD043, the divide-epochs family of rules/work_division
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    divided = {f.start for f in divisions(ctx) if f.code == "HVD043"}
-    if not divided:
-        return
+    fits = []
     for use in training_data(ctx):
         if use.kind != FIT:
             continue
         call = N.as_call(use.site.node) or _call_at(use.site.node)
         epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS) if call is not None else None
-        if epochs is None or ctx.source.span(epochs.node)[0] not in divided:
+        if epochs is not None and (call.keyword("initial_epoch") or N.unparen(epochs.value).type == "name"):
+            fits.append((call, epochs))
+    divided = {f.start for f in divisions(ctx) if f.code == "HVD043"} if fits else set()
+    for call, epochs in fits:
+        if ctx.source.span(epochs.node)[0] not in divided:
             continue
         initial = call.keyword("initial_epoch")
         if initial is not None and not mentions_hvd(initial.value, ctx) and not _from_history(initial.value) \
