@@ -10,8 +10,8 @@ slower than in the single-process run: its step counts become ``max(1, X // hvd.
 (``len(ds)``, ``ds.cardinality()``), a per-rank count already, and a schedule class of the
 program's own (``class Warmup(LearningRateSchedule)``) are named in the report.
 
-Requires: the rule modules that divide the steps (data_shard, work_division, step_loops), to
-know whether they do.
+Requires: the findings of the rule modules that divide the steps (data_shard, work_division,
+step_loops), run before it (``ctx.earlier``, set by the engine; recomputed without it).
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ def _subclasses_schedule(cls) -> bool:
 
 def divisions(ctx: RuleContext) -> list[Finding]:
     """The findings that divide each rank's optimizer steps (computed once per analysis)."""
+    if ctx.earlier is not None:         # the engine runs those modules first (rules/catalogue.py)
+        return [f for f in ctx.earlier if f.code in DIVIDERS]
     cached = getattr(ctx, "_divisions", None)
     if cached is None:
         cached = [f for module in (data_shard, work_division, step_loops) for f in module.check(ctx)
