@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..analysis.loop import TAPE
+from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from . import data_seeds
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from ..analysis.roles import KERAS_DATASETS
-from .work_division import KNOWN_SIZE, divide, note, pipeline, training_data, _shard
+from .work_division import KNOWN_SIZE, _shard, divide, note, pipeline, training_data
 
 RULES = {
     "HVD048": ("data-seed-per-rank", "Seed the batches' random draws per rank (seed + hvd.rank())"),
@@ -60,11 +60,6 @@ class Draw:
     kind: str           # "dataset" / "random" / "fixed"
     node: object        # the expression drawn from (dataset, function def)
     detail: str = ""    # "numpy" / "python" for random draws
-
-
-def is_step_loop(ctx: RuleContext, expr) -> bool:
-    """The loop iterates ``range(...)`` (through enumerate/tqdm): a step loop this module handles."""
-    return _range_call(ctx, expr) is not None
 
 
 def _range_call(ctx: RuleContext, expr) -> N.Call | None:
