@@ -206,6 +206,7 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
     facts = analysis.facts = HvdFacts(env)
     ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts, keras_target)
     findings: list[Finding] = []
+    ctx.earlier = findings      # what the rule modules before a module found (rules/schedules.py reads it)
     for module in RULE_MODULES:
         _check(stop)
         try:

@@ -67,6 +67,7 @@ class RuleContext:
         self._blocked = blocked          # callable(code, node, binding) -> bool
         self.facts: HvdFacts = facts if facts is not None else HvdFacts(env)   # what Horovod already does
         self.hvd = self.facts.module_name or env.hvd_name or "hvd"
+        self.earlier: list | None = None     # the findings of the rule modules run before (set by the engine)
 
     def blocked(self, code: str, node, binding=None) -> bool:
         return self._blocked(code, node, binding)

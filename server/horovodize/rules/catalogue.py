@@ -37,6 +37,18 @@ from . import data_seeds  # noqa: E402  (contract point 5: the same random split
 
 RULE_MODULES = RULE_MODULES + (data_seeds,)
 
+from . import step_loops  # noqa: E402  (contract point 5: range(n) step loops, HVD042 there, HVD048)
+
+RULE_MODULES = RULE_MODULES + (step_loops,)
+
+from . import schedules  # noqa: E402  (contract point 4: schedules follow the divided steps, HVD047)
+
+RULE_MODULES = RULE_MODULES + (schedules,)
+
+from . import epoch_counts  # noqa: E402  (contract point 5: initial_epoch and the epochs' name after a divided fit)
+
+RULE_MODULES = RULE_MODULES + (epoch_counts,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

@@ -169,6 +169,12 @@ def _drivers(ctx: RuleContext, site) -> list:
     return out
 
 
+def _over_range(ctx: RuleContext, expr) -> bool:
+    """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
+    call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
+    return call is not None and call.callee_dotted() == "range"
+
+
 def _call_at(node):
     for c in N.calls_in(node):
         return c
@@ -322,7 +328,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if split is not None:
                 yield from _even_split(ctx, split, seen_sources)
                 continue
-            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx):
+            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not _over_range(ctx, use.expr):
                 note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
                      "from a source of known size; shard it by rank and bound every rank by the same take(n)")
             if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):

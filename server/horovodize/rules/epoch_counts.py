@@ -1,0 +1,74 @@
+"""What counts the epochs of a ``fit`` whose epochs HVD043 divides (contract point 5).
+
+* ``fit(..., epochs=E, initial_epoch=I)``: Keras trains from epoch I up to epoch E, so with E
+  become ``ceil(E / N)`` and I left as it was the fit trains fewer epochs than its share, or
+  none (``epochs=5, initial_epoch=5``). I becomes ``I // hvd.size()`` (HVD043 again): at least
+  the rank's share of the E - I epochs. ``initial_epoch=len(history.epoch)`` (or anything else
+  read from a ``History``) counts the epochs the ranks really ran: left as it is.
+* The epochs' name read again after the fit (``EPOCHS`` in the file name of the last epoch's
+  checkpoint, a plot's x axis) still counts the undivided epochs: named in the report.
+
+Requires: schedules.divisions (where HVD043 divides a fit's epochs), work_division (the fit calls).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..analysis.loop import FIT
+from ..parse import nodes as N
+from ..parse.source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .schedules import divisions
+from .work_division import FIT_EPOCHS_POS, _call_at, note, training_data
+
+RULES: dict = {}      # (HVD043, the divide-epochs family of rules/work_division.py)
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    fits = []
+    for use in training_data(ctx):
+        if use.kind != FIT:
+            continue
+        call = N.as_call(use.site.node) or _call_at(use.site.node)
+        epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS) if call is not None else None
+        if epochs is not None and (call.keyword("initial_epoch") or N.unparen(epochs.value).type == "name"):
+            fits.append((call, epochs))
+    divided = {f.start for f in divisions(ctx) if f.code == "HVD043"} if fits else set()
+    for call, epochs in fits:
+        if ctx.source.span(epochs.node)[0] not in divided:
+            continue
+        initial = call.keyword("initial_epoch")
+        if initial is not None and not mentions_hvd(initial.value, ctx) and not _from_history(initial.value) \
+                and not ctx.blocked("HVD043", call.node) and initial.value.get_code(include_prefix=False) != "0":
+            yield finding(ctx, "HVD043", initial.node, "the fit starts at an epoch of the undivided run: with its "
+                          "epochs divided it would train less than its share, or nothing",
+                          Fix("Divide the initial epoch by hvd.size()", _floor_divide(ctx, initial.value)))
+        value = N.unparen(epochs.value)
+        if value.type == "name":
+            later = [leaf for leaf in ctx.env.index.names.get(value.value, ()) if leaf.start_pos > call.node.end_pos
+                     and not _assigned(leaf)]
+            if later:
+                note(ctx, later[0], f"partly done: `{value.value}` still counts the undivided epochs after the fit "
+                     f"(each rank ran int(math.ceil({value.value} / {ctx.hvd}.size())) of them), e.g. in the name of "
+                     "the last epoch's checkpoint read back: use the divided count there")
+
+
+def _from_history(value) -> bool:
+    """``len(history.epoch)``, ``history.epoch[-1] + 1``: the epochs the ranks really ran."""
+    return any(leaf.type == "name" and leaf.value == "epoch" and leaf.get_previous_sibling() == "."
+               for leaf in N.walk(value) if leaf.type == "name") or ".epoch" in value.get_code(include_prefix=False)
+
+
+def _assigned(leaf) -> bool:
+    stmt = N.statement_of(leaf)
+    parts = N.assign_parts(stmt) if stmt is not None and stmt.type == "expr_stmt" else None
+    return parts is not None and any(N.inside(leaf, t) or leaf is t for t in parts[0])
+
+
+def _floor_divide(ctx: RuleContext, value) -> list[Edit]:
+    start, end = ctx.source.span(value)
+    inner = ctx.source.text[start:end]
+    if value.type not in ("name", "number", "atom", "atom_expr", "power"):
+        inner = f"({inner})"
+    return [Edit(start, end, f"{inner} // {ctx.hvd}.size()")]

@@ -1,0 +1,342 @@
+"""Step loops (contract point 5): a GradientTape program driven by ``for step in range(n)``
+that draws a batch each step (``next(it)`` with ``it = iter(ds)``, ``next(iter(ds))``,
+``ds.as_numpy_iterator()``, a generator ``def batches(): ... yield`` read with ``next``, a
+function drawing a random batch ``x, y = get_batch()``).
+
+* HVD042 (the divide-steps family, here for loops): ``range(n)`` becomes
+  ``range(max(1, n // hvd.size()))`` (``range(1, n + 1)`` becomes
+  ``range(1, 1 + max(1, n // hvd.size()))``): every rank runs the same number of steps, n
+  in all, never 0.
+* The ranks must draw different batches, else the steps are single-process training at N
+  times the learning rate:
+  - a tf.data pipeline shuffled without a seed (and no global TensorFlow seed) is drawn in
+    its own order on each rank: left as it is; one in a fixed order (no shuffle, a seeded
+    shuffle, ``tf.random.set_seed``) is sharded at its source (HVD041, as work_division does;
+    a repeated pipeline of unknown size, ``TFRecordDataset(...)...repeat()``, by a plain
+    ``.shard(hvd.size(), hvd.rank())``: the divided loop bounds every rank alike);
+  - a function or generator drawing from numpy's or Python's global random state gives the
+    same batches on every rank when the program seeds that state once: the seed gets
+    ``+ hvd.rank()`` (HVD048), in place, or, when the program draws a split from it before the
+    loop (which must stay the same on every rank), in a new seeding line right before the loop;
+    unseeded draws differ per rank already;
+  - anything else (a batch of fixed arrays, a generator that reads in order, a seeded
+    ``default_rng``) is named in the report, and the loop is not divided.
+
+A reinforcement-learning program (it makes a ``gym`` environment) is left alone: each rank's
+steps train on the episodes of its own environment, the same number on every rank.
+
+Requires: env (bindings, local functions), loop summary (the loop driving each step),
+work_division (training data uses, the shard at source, the division edit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..analysis.loop import TAPE
+from ..analysis.roles import KERAS_DATASETS
+from ..parse import nodes as N
+from ..parse.source import Edit
+from . import data_seeds
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .work_division import KNOWN_SIZE, _shard, divide, note, pipeline, training_data
+
+RULES = {
+    "HVD048": ("data-seed-per-rank", "Seed the batches' random draws per rank (seed + hvd.rank())"),
+}
+RANGE_WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm")
+# Seeds of a global random state the batches are drawn from, by the module whose draws they seed.
+NP_SEEDS = ("numpy.random.seed",)
+PY_SEEDS = ("random.seed",)
+TF_SEEDS = ("tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed")
+NOT_DRAWS = ("seed", "default_rng", "RandomState", "Generator", "get_state", "set_state")
+
+
+@dataclass
+class Draw:
+    """Where a step gets its batch."""
+
+    kind: str           # "dataset" / "random" / "fixed"
+    node: object        # the expression drawn from (dataset, function def)
+    detail: str = ""    # "numpy" / "python" for random draws
+
+
+def _range_call(ctx: RuleContext, expr) -> N.Call | None:
+    expr = N.unparen(expr)
+    while True:
+        call = N.as_call(expr)
+        if call is None:
+            return None
+        name = call.callee_dotted()
+        if name == "range" and ctx.env.function_named("range", expr) is None:
+            return call
+        if name not in RANGE_WRAPPERS or not call.args:
+            return None
+        expr = N.unparen(call.args[0].value)
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    if any(data_seeds._qualname(ctx, c).endswith(data_seeds.GYM_MAKE) for c in ctx.calls("make")):
+        return      # reinforcement learning: each rank's steps train on its own episodes (HVD046 seeds them)
+    seen: set = set()
+    for use in training_data(ctx):
+        if use.kind != TAPE or use.site.distributed or use.expr is None:
+            continue
+        rng = _range_call(ctx, use.expr)
+        if rng is None or mentions_hvd(rng.node, ctx) or ctx.blocked("HVD042", rng.node):
+            continue
+        loop = use.expr.parent
+        if loop is None or loop.type != "for_stmt":
+            continue
+        draws = _draws(ctx, loop, use.site)
+        fixes, reasons = [], []
+        for draw in draws:
+            found, why = _per_rank(ctx, draw, loop, use, seen)
+            fixes += found
+            if why:
+                reasons.append(why)
+        if not draws:
+            reasons.append("each step trains on the same data on every rank (no batch drawn from a dataset "
+                           "iterator, generator or random draw in the loop)")
+        if reasons:
+            note(ctx, rng.node, "not divided: " + "; ".join(reasons) + "; draw each rank's batches from its own "
+                 "shard (`.shard(hvd.size(), hvd.rank())`) and divide the steps")
+            continue
+        edits = _divide_range(ctx, rng)
+        if edits is None:
+            note(ctx, rng.node, "not divided: a `range` with a step (or unpacked arguments) is left as it is; "
+                 "divide its number of steps by hvd.size()")
+            continue
+        yield from fixes
+        stop = rng.positional(len(rng.args) - 1).value
+        if stop.type == "name" and any(n.type == "name" and n.value == stop.value for n in N.walk(loop.children[-1])):
+            note(ctx, rng.node, f"partly done: `{stop.value}` still counts the undivided steps inside the loop "
+                 f"(e.g. a last-step test never true on a rank): use max(1, {stop.value} // {ctx.hvd}.size()) there")
+        yield finding(ctx, "HVD042", rng.node, "every rank runs all the loop's steps",
+                      Fix("Divide the loop's steps by hvd.size()", edits))
+
+
+def _divide_range(ctx: RuleContext, rng: N.Call) -> list[Edit] | None:
+    args = rng.args
+    if rng.has_star() or any(a.keyword is not None for a in args) or not 1 <= len(args) <= 2:
+        return None
+    stop = args[-1].value
+    if len(args) == 1 or (args[0].value.type == "number" and args[0].value.value == "0"):
+        return divide(ctx, stop)
+    start = args[0].value
+    s = ctx.source.text
+    start_text = s[slice(*ctx.source.span(start))]
+    if stop.type == "arith_expr" and len(stop.children) == 3 and stop.children[1] == "+" \
+            and stop.children[2].get_code(include_prefix=False) == start_text:
+        count = stop.children[0]          # ``range(1, n + 1)``: n steps
+        inner = s[slice(*ctx.source.span(count))]
+    else:
+        inner = f"{s[slice(*ctx.source.span(stop))]} - {start_text}"
+    if count_needs_parens(inner):
+        inner = f"({inner})"
+    a, b = ctx.source.span(stop)
+    return [Edit(a, b, f"{start_text} + max(1, {inner} // {ctx.hvd}.size())")]
+
+
+def count_needs_parens(text: str) -> bool:
+    return any(op in text for op in ("+", "-", " if ", " or ", " and "))
+
+
+def _draws(ctx: RuleContext, loop, site) -> list[Draw]:
+    """The batches a step of `loop` draws: in its body, or in the step function it calls."""
+    bodies = [loop.children[-1]]
+    if site.function is not None and not N.inside(site.function, loop):
+        bodies.append(site.function)
+    out: list[Draw] = []
+    for body in bodies:
+        for call in N.calls_in(body):
+            draw = _draw(ctx, call)
+            if draw is not None and all(d.node is not draw.node for d in out):
+                out.append(draw)
+    return out
+
+
+def _draw(ctx: RuleContext, call: N.Call) -> Draw | None:
+    name = call.callee_dotted()
+    if name == "next" and call.args:
+        return _iterated(ctx, call.args[0].value, call.node)
+    if name and "." not in name:
+        fn = ctx.env.function_named(name, call.node)
+        if fn is not None and _is_generator(fn) is False and _assigned_batch(call):
+            if _cursor(fn):
+                return Draw("fixed", fn)
+            kind = _randomness(ctx, fn)
+            return Draw("random", fn, kind) if kind else None
+    return None
+
+
+def _assigned_batch(call: N.Call) -> bool:
+    """``x, y = get_batch()`` / ``batch = get_batch()``: the call's value is the batch."""
+    stmt = N.statement_of(call.node)
+    parts = N.assign_parts(stmt) if stmt is not None and stmt.type == "expr_stmt" else None
+    return parts is not None and N.unparen(parts[1]) is call.node
+
+
+def _iterated(ctx: RuleContext, expr, at) -> Draw | None:
+    """What ``next(expr)`` reads: ``iter(ds)``, ``ds.as_numpy_iterator()``, a generator, or a
+    name bound to one of those."""
+    expr = N.unparen(expr)
+    for _ in range(4):
+        call = N.as_call(expr)
+        if call is not None:
+            if call.callee_dotted() == "iter" and call.args:
+                return Draw("dataset", call.args[0].value)
+            if call.method == "as_numpy_iterator" and call.index > 1:
+                return Draw("dataset", call.node)
+            name = call.callee_dotted()
+            fn = ctx.env.function_named(name, at) if name and "." not in name else None
+            if fn is not None and _is_generator(fn):
+                kind = "" if _cursor(fn) else _randomness(ctx, fn)
+                return Draw("random", fn, kind) if kind else Draw("fixed", fn)
+            return None
+        if expr.type != "name":
+            return None
+        b = _last_assignment(ctx, expr.value, at)
+        if b is None:
+            return None
+        if b.role == "dataset":
+            return Draw("dataset", expr)
+        expr, at = N.unparen(b.value), b.stmt
+    return None
+
+
+def _last_assignment(ctx: RuleContext, name: str, at):
+    for scope in ctx.env.scopes_for(at):
+        cands = [b for b in ctx.env.bindings_of(name, scope) if b.stmt.start_pos < at.start_pos and b.value is not None]
+        if cands:
+            return cands[-1]
+        if ctx.env.bindings_of(name, scope):
+            return None
+    return None
+
+
+def _is_generator(fn) -> bool:
+    return any(n.type in ("yield_expr", "keyword") and (n.type == "yield_expr" or n.value == "yield")
+               and N.func_scope_of(n) is fn for n in N.walk(fn.children[-1]))
+
+
+def _cursor(fn) -> bool:
+    """``global data_index``: the function walks the data in order from call to call (word2vec's
+    ``next_batch``), whatever it samples on the way: every rank reads the same data."""
+    return any(n.type in ("global_stmt", "nonlocal_stmt") for n in N.walk(fn.children[-1]))
+
+
+def _randomness(ctx: RuleContext, fn) -> str:
+    """"numpy" / "python" when `fn` draws from that global random state, else ""."""
+    for call in N.calls_in(fn):
+        q = _qualname(ctx, call)
+        if call.method in NOT_DRAWS:
+            continue
+        if q.startswith("numpy.random."):
+            return "numpy"
+        if q.startswith("random.") and q.count(".") == 1:
+            return "python"
+    return ""
+
+
+def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[Finding], str]:
+    """The findings that make this draw differ per rank, or why it cannot be made to."""
+    if draw.kind == "dataset":
+        pipe = pipeline(ctx, draw.node, loop)
+        if pipe is None or pipe.source is None:
+            return [], "the batches come from a dataset this file does not build"
+        if pipe.method("shard") or mentions_hvd(draw.node, ctx):
+            return [], ""
+        if _unseeded_shuffle(ctx, pipe, loop):
+            return [], ""           # each rank shuffles in its own order
+        q = ctx.env.callee_qualname(pipe.source) or ""
+        if pipe.method("repeat") and not q.endswith(KNOWN_SIZE) and not q.endswith(KERAS_DATASETS):
+            return _shard_repeated(ctx, pipe, seen)
+        found = list(_shard(ctx, pipe, seen, use))
+        if not found:
+            return [], "the dataset is read in the same order on every rank and cannot be sharded at its source"
+        return found, ""
+    fn = draw.node
+    if draw.kind == "fixed":
+        what = "generator" if _is_generator(fn) else "function"
+        return [], f"the {what} `{fn.name.value}` gives the same batches on every rank (it reads the data in order)"
+    seed = _global_seed(ctx, draw.detail, loop)
+    if seed is None:
+        return [], ""               # unseeded: each rank draws its own batches
+    call, arg = seed
+    if mentions_hvd(call.node, ctx) or ctx.blocked("HVD048", call.node):
+        return [], ""
+    start = ctx.source.span(call.node)[0]
+    if any(f.start == start for f in data_seeds.check_rank_seeds(ctx)):
+        return [], ""               # a reinforcement-learning program's seed: HVD046 makes it per rank
+    return [_seed_per_rank(ctx, call, arg, draw, loop)], ""
+
+
+def _shard_repeated(ctx: RuleContext, pipe, seen: set) -> tuple[list[Finding], str]:
+    """A repeated pipeline whose size tf.data does not know (``TFRecordDataset(...)``): the
+    divided ``range`` bounds every rank's steps, so a plain ``.shard(hvd.size(), hvd.rank())``
+    after the source gives each rank its own records without an equal ``take``."""
+    src = pipe.source
+    key = (id(src.node), src.index)
+    if key in seen or ctx.blocked("HVD041", src.node) or mentions_hvd(src.node, ctx):
+        return [], ""
+    seen.add(key)
+    end = ctx.source.offset(src.trailer.end_pos)
+    name = (ctx.env.callee_qualname(src) or "").replace("tensorflow.", "tf.")
+    return [finding(ctx, "HVD041", src.node, f"every rank reads the same records from `{name}` in the same order",
+                    Fix("Shard the records by rank (the divided step loop bounds every rank alike)",
+                        [Edit(end, end, f".shard({ctx.hvd}.size(), {ctx.hvd}.rank())")]))], ""
+
+
+def _unseeded_shuffle(ctx: RuleContext, pipe, loop) -> bool:
+    shuffles = [c for c in pipe.method("shuffle") if c.keyword("seed") is None and len(c.args) < 2]
+    if not shuffles:
+        return False
+    return not any(_qualname(ctx, c) in TF_SEEDS and c.node.start_pos < loop.start_pos
+                   for name in ("set_seed", "set_random_seed") for c in ctx.calls(name))
+
+
+def _global_seed(ctx: RuleContext, kind: str, loop):
+    """The last module-level seeding of the global state `kind` draws from, before the loop."""
+    wanted = NP_SEEDS if kind == "numpy" else PY_SEEDS
+    found = None
+    for name in ("seed", "set_random_seed"):
+        for c in ctx.calls(name):
+            q = _qualname(ctx, c)
+            both = q.endswith("utils.set_random_seed")          # seeds numpy, random and TensorFlow
+            if (q in wanted or both) and c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is ctx.source.module:
+                arg = c.keyword("seed") or c.positional(0)
+                if arg is not None and not c.has_star() and (found is None or c.node.start_pos > found[0].node.start_pos):
+                    found = (c, arg)
+    return found
+
+
+def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Finding:
+    """``np.random.seed(s)`` → ``np.random.seed(s + hvd.rank())``; when the program draws from
+    the seeded state between the seeding and the loop (a split every rank must make alike), a
+    new ``np.random.seed(s + hvd.rank())`` line right before the loop instead."""
+    hvd = ctx.hvd
+    value = arg.value
+    text = value.get_code(include_prefix=False)
+    simple = value.type in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
+    ranked = f"{text} + {hvd}.rank()" if simple else f"({text}) + {hvd}.rank()"
+    between = [c for c in N.calls_in(ctx.source.module)
+               if call.node.end_pos <= c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is ctx.source.module
+               and _qualname(ctx, c).startswith(("numpy.random.", "random."))
+               and c.method not in NOT_DRAWS]
+    what = f"`{draw.node.name.value}` draws the batches from the random state seeded here"
+    if not between:
+        start, end = ctx.source.span(value)
+        return finding(ctx, "HVD048", call.node, what + ": every rank draws the same batches",
+                       Fix(RULES["HVD048"][1], [Edit(start, end, ranked)]))
+    callee = ctx.source.text[slice(ctx.source.offset(call.node.start_pos), ctx.source.offset(call.trailer.start_pos))]
+    return finding(ctx, "HVD048", call.node, what + " (and a split before the loop that stays the same on every "
+                   "rank): every rank draws the same batches",
+                   Fix(RULES["HVD048"][1], [ctx.insert_before_stmt(loop, f"{callee}({ranked})")]))
+
+
+def _qualname(ctx: RuleContext, call: N.Call) -> str:
+    """The callee's qualified name (numpy and random too, not only TensorFlow's)."""
+    q = ctx.facts.effects.qualname(call) or call.callee_dotted() or ""
+    return "numpy." + q[3:] if q.startswith("np.") else q

@@ -1,0 +1,49 @@
+"""rules/epoch_counts.py: what counts the epochs of a fit whose epochs HVD043 divides."""
+
+from __future__ import annotations
+
+from horovodize.engine import conversion, convert_text
+
+PROGRAM = """import numpy as np
+import tensorflow as tf
+
+x = np.load("x.npy")
+y = np.load("y.npy")
+EPOCHS = 10
+path = "training/cp-{{epoch:04d}}.weights.h5"
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
+history = model.fit(x, y, epochs={epochs}, callbacks=[tf.keras.callbacks.ModelCheckpoint(path, save_weights_only=True)])
+{after}
+"""
+
+
+def test_initial_epoch_is_divided_with_the_epochs_unless_read_from_the_history():
+    out = convert_text(PROGRAM.format(epochs="EPOCHS", after="model.fit(x, y, epochs=20, initial_epoch=10)\n"
+                                      "model.fit(x, y, epochs=30, initial_epoch=len(history.epoch))"))
+    assert "epochs=int(math.ceil(20 / hvd.size())), initial_epoch=10 // hvd.size()," in out
+    assert "initial_epoch=len(history.epoch)," in out
+
+
+def test_the_epochs_name_read_after_the_fit_is_named_in_the_report():
+    text = PROGRAM.format(epochs="EPOCHS", after="model.load_weights(path.format(epoch=EPOCHS))")
+    notes = [(p, line, n) for p, line, n in conversion(text).notes if "still counts the undivided epochs" in n]
+    assert [(p, line) for p, line, _n in notes] == [(5, 11)], notes
+    # a literal count, or a name not read again: nothing to say
+    assert not any("undivided epochs" in n for _p, _l, n in conversion(PROGRAM.format(epochs="EPOCHS", after="")).notes)
+    assert not any("undivided epochs" in n for _p, _l, n in conversion(PROGRAM.format(epochs="10", after="")).notes)
+
+
+def test_not_divided_epochs_leave_initial_epoch():
+    # a dataset that is sharded (HVD041) keeps its epochs: initial_epoch stays too
+    text = """import tensorflow as tf
+
+x = tf.random.normal((512, 8))
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(512).batch(32)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
+model.fit(ds, epochs=20, initial_epoch=10)
+"""
+    out = convert_text(text)
+    assert "epochs=20, initial_epoch=10," in out and "ds.shard(" in out
