@@ -134,6 +134,7 @@ def _default_lr(ctx: RuleContext, call: N.Call) -> str | None:
 SCHEDULE_BASE = "tensorflow.keras.optimizers.schedules.LearningRateSchedule"
 # Keras schedules whose learning rate is not their first argument.
 SCHEDULE_RATE_ARG = {"PiecewiseConstantDecay": ("values", 1)}
+WARMUP_TARGETS = ("warmup_target",)     # CosineDecay(initial, steps, warmup_target=..., warmup_steps=...)
 
 
 def _schedule_call(ctx: RuleContext, value) -> N.Call | None:
@@ -207,6 +208,11 @@ def _scale_schedule(ctx: RuleContext, schedule: N.Call, used_at) -> Iterator[Fin
     if arg is None or ctx.facts.contains_size(arg.value) or mentions_hvd(arg.value, ctx):
         return
     edits = _scale_rates(ctx, arg.value) if keyword == "values" else ctx.scale(arg.value, "*")
+    for rate in WARMUP_TARGETS:      # CosineDecay's warm-up ends at a rate too: scaled alike
+        target = schedule.keyword(rate) if local is None else None
+        if target is not None and target.value.get_code(include_prefix=False) != "None" \
+                and not mentions_hvd(target.value, ctx):
+            edits = edits + ctx.scale(target.value, "*")
     yield finding(ctx, "HVD013", arg.value, "initial rate of the learning-rate schedule is not scaled by the number of ranks",
                   Fix(RULES["HVD013"][1], edits))
 
