@@ -16,10 +16,11 @@ from . import (
     optimizer,
     rank0_guards,
     setup_imports,
+    use_site,
     work_division,
 )
 
-RULE_MODULES = (setup_imports, data_acquisition, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
+RULE_MODULES = (setup_imports, data_acquisition, optimizer, gradient_tape, rank0_guards, data_shard, use_site, work_division, keras_fit, estimator)
 
 from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
 

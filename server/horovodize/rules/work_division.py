@@ -132,6 +132,7 @@ class Use:
     site: object              # the LoopSite
     expr: object = None       # the data expression (for header iterable / fit x)
     pipe: Pipeline | None = None
+    at_use: bool = False      # divided where it is used (rules/use_site.py): its source is left alone
 
 
 def training_data(ctx: RuleContext) -> list[Use]:
@@ -291,7 +292,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
-            if bounded or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
+            if bounded or use.at_use or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
                 continue
             if pipe is not None and pipe.source is not None:
                 yield from _shard(ctx, pipe, seen_sources, use)
@@ -314,7 +315,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
             yield from _checkpoint_intervals(ctx, call)
-        elif site.kind == TAPE:
+        elif site.kind == TAPE and not use.at_use:
             pipe = use.pipe
             split = _tfds_split(ctx, use.expr, use.expr) if use.expr is not None and (
                 pipe is None or pipe.source is None) else None
