@@ -38,6 +38,10 @@ from . import data_seeds  # noqa: E402  (contract point 5: the same random split
 
 RULE_MODULES = RULE_MODULES + (data_seeds,)
 
+from . import identical_data  # noqa: E402  (contract point 5: undivided data the same on every rank)
+
+RULE_MODULES = RULE_MODULES + (identical_data,)
+
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:
     RULES.update(_module.RULES)

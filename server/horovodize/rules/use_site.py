@@ -15,10 +15,10 @@ endless shard, bounded by the program's own step count as before. Equal counts, 
 ``hvd.join()``: a joined rank skips the last updates (its weights fall behind) and
 ``fit`` has nowhere to put a join.
 
-Also `same_data`: whether every rank would train on the same data in the same order (no
-shuffle, or only seeded ones) when the work is not divided; `work_division` words its
-note so, and the engine blocks the conversion then (contract point 5: never a scaled
-learning rate on undivided, identical data).
+Also `same_data`: whether every rank would read a pipeline's examples in the same order (no
+shuffle, or only seeded ones); `identical_data` words the "not divided" notes so, and the
+engine blocks the conversion on them (contract point 5: never a scaled learning rate on
+undivided, identical data).
 
 Runs before `work_division` (catalogue order) and marks the uses it divides
 (``Use.at_use``); that module then leaves their sources alone.
@@ -31,11 +31,24 @@ import re
 from typing import Iterator
 
 from ..analysis.loop import FIT, TAPE
+from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .work_division import _binding_before, _unwrap, bounds, training_data
+from .work_division import (
+    KNOWN_SIZE,
+    SIZE_PRESERVING,
+    _adapted,
+    _attributes_read,
+    _file_list,
+    _key,
+    _listed_files,
+    _unwrap,
+    bounds,
+    is_split,
+    training_data,
+)
 
 RULES: dict = {}        # (HVD041 is work_division's code)
 # Modules whose functions return arrays, frames or tensors, not a program's own datasets.
@@ -45,7 +58,7 @@ DATASET_NAME = re.compile(r"(^|_)(ds|dataset|datasets|data_?set)($|_|\d)", re.I)
 # A Keras Sequence, a Python generator or a torch loader has no ``.apply``: left to epochs/steps.
 NOT_DATASET = re.compile(r"gen|seq|loader|iter|batches", re.I)
 TITLE = "Shard the dataset where training uses it, equal share per rank"
-SAME_DATA = "not divided, and every rank trains on the same data in the same order"
+SAME_DATA = "not divided, and every rank trains on the same examples in the same order"
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
@@ -63,7 +76,14 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if b is None:
             continue
         why = None
-        if id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
+        if _read_whole(ctx, use.pipe):
+            why = (f"`{expr.value}` is read whole by a preprocessing layer's adapt() (or for `.class_names`): "
+                   "sharded where training uses it, so that read still sees all of it")
+        elif _no_size(ctx, use.pipe):
+            q = (ctx.env.callee_qualname(use.pipe.source) or "").removeprefix("tensorflow.")
+            why = (f"`{q}` has no size known before reading it: divided where training uses it, the "
+                   "elements counted once at run time so every rank takes the same number")
+        elif id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
                 and not use.pipe.method("shard") and not use.pipe.infinite:
             why = (f"`{expr.value}` is also read by a preprocessing layer's adapt() through a function's argument: "
                    "sharded where training uses it, so adapt() still sees all of it")
@@ -77,12 +97,41 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         seen.add((id(expr), 0))
         use.at_use = True
-        if use.pipe is not None and any(c.keyword("seed") is None for c in use.pipe.method("shuffle")):
+        if shuffled_per_rank(ctx, use.pipe):
             _note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
                   "takes its share of its own order, a random 1/N that may overlap another rank's; pass the same "
                   "`seed=` to that shuffle on every rank for disjoint shares")
         yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
                       Fix(TITLE, [_apply(ctx, expr)]))
+
+
+def _read_whole(ctx: RuleContext, pipe) -> bool:
+    """The pipeline is one that `work_division` cannot shard at its source because ``adapt()``
+    or ``.class_names`` reads it there, and no size-preserving link of its own follows."""
+    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+        return False
+    adapted = _adapted(ctx)
+    src = pipe.source
+    if _attributes_read(ctx, src):
+        adapted.add(_key(src))
+    if _key(src) not in adapted or [c for c in pipe.method("take") if is_split(ctx, c)]:
+        return False
+    later = [c for c in reversed(pipe.calls) if _key(c) not in adapted]
+    return not later or later[0].method not in SIZE_PRESERVING
+
+
+def _no_size(ctx: RuleContext, pipe) -> bool:
+    """A pipeline of this file from a source whose size TF does not know (``make_csv_dataset``,
+    ``TFRecordDataset`` of one file, ``from_generator``), not a list of files `work_division`
+    shards by file, with no bound, shard or endless repeat of its own."""
+    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+        return False
+    if pipe.method("take"):
+        return False        # (a train/validation split: work_division shards after it)
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.startswith("tensorflow.data.") or q.endswith(KNOWN_SIZE):
+        return False
+    return _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None
 
 
 def _note(ctx: RuleContext, node, text: str) -> None:
@@ -182,9 +231,38 @@ def _root_name(expr):
 
 
 def same_data(ctx: RuleContext, pipe) -> bool:
-    """Every rank reads the pipeline's elements in the same order: nothing shuffles them, or
-    only with a ``seed=`` (the same on every rank)."""
+    """Every rank reads the pipeline's examples in the same order: a tf.data source of this file
+    that does not shuffle (``list_files`` and the Keras directory utilities do by default, with
+    a seed of each rank's own, unless given ``shuffle=False`` or a ``seed``), and no later
+    ``shuffle`` without a ``seed`` (a seed is the same on every rank)."""
     if pipe is None or pipe.source is None or not pipe.known:
         return False
-    shuffles = pipe.method("shuffle")
-    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None for c in shuffles)
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
+        return False
+    if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
+        if not _seeded_or_unshuffled(pipe.source):
+            return False
+    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
+               for c in pipe.method("shuffle"))
+
+
+def shuffled_per_rank(ctx: RuleContext, pipe) -> bool:
+    """A shuffle in the pipeline (a ``shuffle`` link, or a source that shuffles by default)
+    without a seed: each rank orders the examples its own way."""
+    if pipe is None:
+        return False
+    if any(c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle")):
+        return True
+    q = ctx.env.callee_qualname(pipe.source) or "" if pipe.source is not None else ""
+    return bool(q) and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(pipe.source)
+
+
+SHUFFLING = ("list_files", "make_csv_dataset", "make_batched_features_dataset")   # (shuffle=True by default)
+
+
+def _seeded_or_unshuffled(call) -> bool:
+    if call.keyword("seed") is not None or call.keyword("shuffle_seed") is not None:
+        return True
+    arg = call.keyword("shuffle")
+    return arg is not None and arg.value.type == "keyword" and arg.value.value in ("False", "None")

@@ -4,7 +4,7 @@ import os
 
 import hvd_report
 import tensorflow as tf
-from wd_use_site_data import make_dataset
+from wd_data.use_site import make_dataset
 
 tf.random.set_seed(int(os.environ.get("HOROVOD_RANK", "0")))
 train_ds = make_dataset()

@@ -1,4 +1,5 @@
-"""The data module of wd_use_site.py: a dataset whose size TF does not know (a filter), 9 batches of 8."""
+"""The data module of wd_use_site.py: a dataset whose size TF does not know (a filter), 9 batches of 8.
+(A folder of its own: the test suites read every program in programs/ as a script.)"""
 import tensorflow as tf
 
 
