@@ -93,8 +93,8 @@ def test_report_says_why_work_is_not_divided(tmp_path):
 
 def test_report_says_how_a_source_of_unknown_size_is_divided(tmp_path):
     """make_csv_dataset has no size known: divided at the loop header, its elements counted at
-    run time for an equal take (use_site.py); the report says so, and that the shares of its
-    unseeded shuffle may overlap."""
+    run time for an equal take (use_site.py), and its shuffle seeded alike on every rank so the
+    shares are disjoint; the report says so."""
     path = tmp_path / "csv.py"
     path.write_text(CSV)
     proc = run("convert", "--format", "json", str(path))
@@ -104,7 +104,8 @@ def test_report_says_how_a_source_of_unknown_size_is_divided(tmp_path):
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "done", point5
     assert "no size known" in point5["changes"][0]["message"]
-    assert point5["notes"][0]["note"].startswith("done, but the data is shuffled without a seed")
+    assert 'make_csv_dataset("train.csv", 32, label_name="y", num_epochs=1, shuffle_seed=1337)' in proc.stdout
+    assert point5["notes"] == []
 
 
 NO_LOOP = """import tensorflow as tf

@@ -38,6 +38,7 @@ from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .work_division import (
     KNOWN_SIZE,
+    SHARD_SEED,
     SIZE_PRESERVING,
     _adapted,
     _attributes_read,
@@ -81,8 +82,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                    "sharded where training uses it, so that read still sees all of it")
         elif _no_size(ctx, use.pipe):
             q = (ctx.env.callee_qualname(use.pipe.source) or "").removeprefix("tensorflow.")
-            why = (f"`{q}` has no size known before reading it: divided where training uses it, the "
-                   "elements counted once at run time so every rank takes the same number")
+            why = (f"`{q}` has no size known before reading it: divided where training uses it, its "
+                   "elements counted at run time so every rank takes the same number")
         elif id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
                 and not use.pipe.method("shard") and not use.pipe.infinite:
             why = (f"`{expr.value}` is also read by a preprocessing layer's adapt() through a function's argument: "
@@ -97,12 +98,35 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         seen.add((id(expr), 0))
         use.at_use = True
-        if shuffled_per_rank(ctx, use.pipe):
+        seeds = _seeds(ctx, use.pipe)
+        if seeds is None:
             _note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
-                  "takes its share of its own order, a random 1/N that may overlap another rank's; pass the same "
-                  "`seed=` to that shuffle on every rank for disjoint shares")
+                  "takes its share of its own order, a random 1/N that may overlap another rank's; give that "
+                  "shuffle the same seed on every rank for disjoint shares")
         yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
-                      Fix(TITLE, [_apply(ctx, expr)]))
+                      Fix(TITLE, (seeds or []) + [_apply(ctx, expr)]))
+
+
+def _seeds(ctx: RuleContext, pipe) -> list | None:
+    """The edits giving each shuffle of the pipeline that has no seed the same one on every
+    rank (``seed=1337``, as HVD041 seeds the Keras utilities): every rank then orders the
+    examples alike, and the shards taken after it are disjoint. None when one cannot be
+    given one (``**kwargs``, a seed passed by position is already there)."""
+    if pipe is None or not shuffled_per_rank(ctx, pipe):
+        return []
+    edits: list = []
+    for c in pipe.method("shuffle"):
+        if c.keyword("seed") is None and len(c.args) < 2:
+            if c.has_star():
+                return None
+            edits += ctx.add_keyword(c, f"seed={SHARD_SEED}")
+    src = pipe.source
+    q = ctx.env.callee_qualname(src) or "" if src is not None else ""
+    if q and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(src):
+        if src.has_star():
+            return None
+        edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
+    return edits
 
 
 def _read_whole(ctx: RuleContext, pipe) -> bool:
@@ -259,6 +283,7 @@ def shuffled_per_rank(ctx: RuleContext, pipe) -> bool:
 
 
 SHUFFLING = ("list_files", "make_csv_dataset", "make_batched_features_dataset")   # (shuffle=True by default)
+SHUFFLE_SEED = ("make_csv_dataset", "make_batched_features_dataset")               # (their seed is shuffle_seed=)
 
 
 def _seeded_or_unshuffled(call) -> bool:
