@@ -91,14 +91,21 @@ def test_report_says_why_work_is_not_divided(tmp_path):
     assert "fit on in-memory data runs 1 epoch, which cannot be divided" in proc.stderr
 
 
-def test_report_says_why_a_file_source_is_not_sharded(tmp_path):
+def test_report_says_how_a_source_of_unknown_size_is_divided(tmp_path):
+    """make_csv_dataset has no size known: divided at the loop header, its elements counted at
+    run time for an equal take (use_site.py), and its shuffle seeded alike on every rank so the
+    shares are disjoint; the report says so."""
     path = tmp_path / "csv.py"
     path.write_text(CSV)
     proc = run("convert", "--format", "json", str(path))
     assert proc.returncode == 0
-    assert "apply(lambda ds" not in proc.stdout        # no shard without an equal bound
+    assert "    for x, y in train_dataset.apply(lambda ds: ds.shard(hvd.size(), hvd.rank()).take(" in proc.stdout
+    assert "ds.reduce(" in proc.stdout                  # the size counted when TF does not know it
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
-    assert point5["status"] == "not done" and "no size known" in point5["notes"][0]["note"]
+    assert point5["status"] == "done", point5
+    assert "no size known" in point5["changes"][0]["message"]
+    assert 'make_csv_dataset("train.csv", 32, label_name="y", num_epochs=1, shuffle_seed=1337)' in proc.stdout
+    assert point5["notes"] == []
 
 
 NO_LOOP = """import tensorflow as tf
@@ -360,3 +367,64 @@ def test_list_files_split_is_seeded_then_sharded_after_the_split(tmp_path):
     point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
     assert point5["status"] == "done", point5
     assert {c["code"] for c in point5["changes"]} == {"HVD041", "HVD045"}, point5
+
+
+REPEATED = """import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(1000, 8).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat()
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.01)
+loss_fn = tf.keras.losses.MeanSquaredError()
+
+for step, (bx, by) in enumerate(dataset):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(by, model(bx, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    if step == 300:
+        break
+"""
+
+
+def test_undivided_identical_data_at_a_scaled_rate_blocks_the_conversion(tmp_path):
+    """All or nothing (issue 28 item 5): an endless pipeline with no take to divide, read in the
+    same order on every rank (no shuffle, or a seeded one), with the learning rate scaled: the
+    ranks would compute one gradient at N times the rate. convert refuses, check says why."""
+    path = tmp_path / "repeat.py"
+    for program in (REPEATED, REPEATED.replace(".batch(32)", ".shuffle(1000, seed=7).batch(32)")):
+        path.write_text(program)
+        proc = run("convert", str(path))
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stdout == program
+        assert "line 11: point 5 (work divided, equal steps on every rank) not divided, and every rank trains on " \
+               "the same examples in the same order" in proc.stderr
+        check = run("check", str(path))
+        assert "repeat.py:11:1: point 5 blocks convert: not divided, and every rank trains on the same examples" \
+            in check.stdout
+
+
+def test_undivided_data_each_rank_shuffles_stays_advisory_and_says_so(tmp_path):
+    path = tmp_path / "shuffled.py"
+    path.write_text(REPEATED.replace(".batch(32)", ".shuffle(1000).batch(32)"))
+    proc = run("convert", "--format", "json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    point5 = json.loads(proc.stderr.strip().splitlines()[-1])["points"][4]
+    assert point5["status"] == "not done"
+    assert "each rank shuffles the data its own way, so the ranks' batches differ" in point5["notes"][0]["note"]
+    assert "point 5 blocks convert" not in run("check", str(path)).stdout
+
+
+def test_fit_one_epoch_unshuffled_arrays_blocks_the_conversion(tmp_path):
+    """fit(x, y, epochs=1, shuffle=False): one epoch cannot be divided and every rank reads the
+    arrays in the same order; with shuffle (the default) each rank's batches differ: advisory."""
+    path = tmp_path / "fit1.py"
+    path.write_text(FIT.replace("epochs=4", "epochs=1, shuffle=False"))
+    proc = run("convert", str(path))
+    assert proc.returncode == 3, proc.stderr
+    assert "point 5 (work divided, equal steps on every rank) not divided, and every rank trains on the same " \
+           "examples in the same order: fit on in-memory data runs 1 epoch" in proc.stderr
+    path.write_text(FIT.replace("epochs=4", "epochs=1"))
+    assert run("convert", str(path)).returncode == 0

@@ -29,6 +29,7 @@ from .rules.base import (
     RuleContext,
 )
 from .rules.catalogue import RULE_MODULES
+from .rules.use_site import SAME_DATA
 
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
@@ -39,6 +40,9 @@ BLOCKING_POINTS = (7, 9, 10)
 # A note that starts so says the point is done in a way that is right but costs more (the
 # archive extracted again by the other ranks of a host): advisory, it blocks nothing.
 ADVISORY = "done, but "
+# Rules that scale the learning rate by hvd.size(): on undivided data that every rank reads
+# alike (SAME_DATA), that is one gradient at N times the rate, so such a note blocks.
+LR_SCALING = ("HVD010", "HVD012", "HVD013")
 
 WHOLE_FILE_TITLE = "Make Horovod-distributed"
 
@@ -65,13 +69,16 @@ class Analysis:
     def blocking_notes(self) -> list[tuple[int, int, str]]:
         """The report's notes that leave the converted program wrong (contract point 8): a write
         or a display of rank 0's file left on every rank (7), data fetched by every rank at
-        once (9), a per-rank decision around a collective (10), shares that overlap (5). The
+        once (9), a per-rank decision around a collective (10), shares that overlap (5), data
+        left undivided and the same on every rank while a rule scales the learning rate (5). The
         notes that only say the work is not divided (every rank trains on all of it: right,
         not faster) are advisory. Only when the conversion would otherwise go ahead."""
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
+        scaled = any(f.code in LR_SCALING for f in self.rule_sites)
         return [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
-                or (n[0] == 5 and n[2].startswith("divided, but"))]
+                or (n[0] == 5 and n[2].startswith("divided, but"))
+                or (n[0] == 5 and scaled and n[2].startswith(SAME_DATA))]
 
     def refusal_reasons(self) -> list[tuple[str, int, str]]:
         """(code, 1-based line, message) of each restriction that blocks the conversion, then

@@ -248,3 +248,22 @@ def test_list_files_pipeline_is_sharded_by_file(hvd_env, horovodize_exe, tmp_pat
     assert not bad, "\n".join(bad) + f"\nconverted program: {converted}\n--- output tail ---\n{run.tail()}"
     # (Keras counts one step more on a dataset of unknown size: 25 single, 13 per rank seen)
     assert max(run.reports[r]["iterations"] for r in range(SIZE)) <= single["iterations"] // SIZE + 1
+
+
+def test_use_site_division_of_unknown_size_keeps_steps_equal(hvd_env, horovodize_exe, tmp_path):
+    """A dataset from another module, of unknown size (a filter), 9 batches: shards of 5 and 4.
+    Divided at the loop header, the elements counted at run time: both ranks run 4 steps an
+    epoch (8 of the single process's 18), finish, and end with the same weights."""
+    spec = Spec("wd_use_site.py")
+    program = H.PROGRAMS / spec.program
+    single = single_process(program, tmp_path / "single")
+    assert single["iterations"] == 18                  # 9 batches x 2 epochs
+    converted = H.convert(program, tmp_path / spec.program)
+    assert "for x, y in train_ds.apply(lambda ds: ds.shard(hvd.size(), hvd.rank())" in converted.read_text()
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    run, written = audited_run(converted, workdir)
+    H.record(row(spec, True, run, written, single))
+    bad = checks(spec, run, written, single, workdir)
+    assert not bad, "\n".join(bad) + f"\n--- output tail ---\n{run.tail()}"
+    assert [run.reports[r]["iterations"] for r in range(SIZE)] == [8, 8]

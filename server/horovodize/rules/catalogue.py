@@ -16,10 +16,11 @@ from . import (
     optimizer,
     rank0_guards,
     setup_imports,
+    use_site,
     work_division,
 )
 
-RULE_MODULES = (setup_imports, data_acquisition, optimizer, gradient_tape, rank0_guards, data_shard, work_division, keras_fit, estimator)
+RULE_MODULES = (setup_imports, data_acquisition, optimizer, gradient_tape, rank0_guards, data_shard, use_site, work_division, keras_fit, estimator)
 
 from . import tf1_session  # noqa: E402  (TF1 graph mode: HVD070-HVD074)
 
@@ -48,6 +49,11 @@ RULE_MODULES = RULE_MODULES + (schedules,)
 from . import epoch_counts  # noqa: E402  (contract point 5: initial_epoch and the epochs' name after a divided fit)
 
 RULE_MODULES = RULE_MODULES + (epoch_counts,)
+
+from . import identical_data  # noqa: E402  (contract point 5: undivided data the same on every rank; last: it reads
+#   the point-5 notes every dividing rule above left)
+
+RULE_MODULES = RULE_MODULES + (identical_data,)
 
 RULES: dict[str, tuple[str, str]] = {}
 for _module in RULE_MODULES:

@@ -132,6 +132,7 @@ class Use:
     site: object              # the LoopSite
     expr: object = None       # the data expression (for header iterable / fit x)
     pipe: Pipeline | None = None
+    at_use: bool = False      # divided where it is used (rules/use_site.py): its source is left alone
 
 
 def training_data(ctx: RuleContext) -> list[Use]:
@@ -298,7 +299,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
-            if bounded or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
+            if bounded or use.at_use or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
                 continue
             if pipe is not None and pipe.source is not None:
                 yield from _shard(ctx, pipe, seen_sources, use)
@@ -321,7 +322,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
             yield from _checkpoint_intervals(ctx, call)
-        elif site.kind == TAPE:
+        elif site.kind == TAPE and not use.at_use:
             pipe = use.pipe
             split = _tfds_split(ctx, use.expr, use.expr) if use.expr is not None and (
                 pipe is None or pipe.source is None) else None
@@ -626,12 +627,14 @@ def _adapted(ctx: RuleContext) -> set:
     return out
 
 
-def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0):
+def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0, sub: tuple = ()):
     """The ``split=`` string (a literal) of the ``tfds.load(...)`` whose dataset `expr` is, following
-    ``ds = ds.map(...)`` assignments and ``(train, test), info = tfds.load(split=[...])``."""
+    ``ds = ds.map(...)`` assignments, ``(train, test), info = tfds.load(split=[...])`` and
+    subscripts of its result (``splits, info = tfds.load(split=[a, b])``, ``train = splits[1]``)."""
     expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
     if expr is None or depth > 12 or expr.type not in ("atom_expr", "power", "name"):
         return None
+    expr, sub = _subscripted(expr, sub)
     if expr.type != "name" and any(N.Call(expr, i).method in ("take", "repeat", "shard")
                                    for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])):
         return None     # bounded, endless or sharded by the program: a split per rank is not the division
@@ -656,7 +659,8 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0):
         return None
     stmt, value, path = best
     if not path:
-        return _tfds_split(ctx, value, stmt, depth + 1)
+        return _tfds_split(ctx, value, stmt, depth + 1, sub)
+    path += sub
     load = N.as_call(N.unparen(value))
     if load is None or not _is_tfds_load(ctx, load):
         return None
@@ -672,6 +676,15 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0):
     if len(path) != 1 or path[0] >= len(elems) or elems[path[0]].type == "atom":
         return None
     return elems[path[0]]
+
+
+def _subscripted(expr, sub: tuple) -> tuple:
+    """``splits[1]`` → (``splits``, (1,) + sub); anything else as it is."""
+    kids = expr.children if expr.type in ("atom_expr", "power") else ()
+    if len(kids) == 2 and kids[0].type == "name" and kids[1].type == "trailer" and kids[1].children[0] == "[" \
+            and kids[1].children[1].type == "number" and kids[1].children[1].value.isdigit():
+        return kids[0], (int(kids[1].children[1].value),) + sub
+    return expr, sub
 
 
 def _assignments(ctx: RuleContext, scope):

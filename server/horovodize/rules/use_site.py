@@ -1,0 +1,293 @@
+"""Work division at the use site (HVD041), for a dataset whose source cannot be reached or
+must not be sharded:
+
+* a dataset a helper of another module returns (``from mydata import make_dataset``);
+* a dataset that a preprocessing layer's ``adapt()`` also reads, through a function's
+  argument (``get_normalization_layer(name, train_ds)`` → ``dataset.map(...)`` → ``adapt``):
+  sharding it at its source would give each rank its own vocabulary or statistics.
+
+The data is divided where training uses it: ``fit(train_ds)`` →
+``fit(train_ds.apply(lambda ds: ds.shard(N, r).take(<size> // N)))``, the same on a
+loop header. At run time ``<size>`` is ``ds.cardinality()`` when TF knows it; when it is
+UNKNOWN (-2: ``filter``, a generator, a record file) the elements are counted once
+(``ds.reduce``), so every rank still takes the same number; INFINITE (-1) takes all of an
+endless shard, bounded by the program's own step count as before. Equal counts, not
+``hvd.join()``: a joined rank skips the last updates (its weights fall behind) and
+``fit`` has nowhere to put a join.
+
+Also `same_data`: whether every rank would read a pipeline's examples in the same order (no
+shuffle, or only seeded ones); `identical_data` words the "not divided" notes so, and the
+engine blocks the conversion on them (contract point 5: never a scaled learning rate on
+undivided, identical data).
+
+Runs before `work_division` (catalogue order) and marks the uses it divides
+(``Use.at_use``); that module then leaves their sources alone.
+Requires: env (bindings, callers, parameters), loop summary; work_division's `training_data`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ..analysis.loop import FIT, TAPE
+from ..analysis.roles import KERAS_DATASETS
+from ..parse import nodes as N
+from ..parse.imports import import_bindings
+from ..parse.source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .work_division import (
+    KNOWN_SIZE,
+    SHARD_SEED,
+    SIZE_PRESERVING,
+    _adapted,
+    _attributes_read,
+    _file_list,
+    _key,
+    _listed_files,
+    _unwrap,
+    bounds,
+    is_split,
+    training_data,
+)
+
+RULES: dict = {}        # (HVD041 is work_division's code)
+# Modules whose functions return arrays, frames or tensors, not a program's own datasets.
+LIBRARIES = ("numpy", "pandas", "sklearn", "scipy", "tensorflow", "keras", "tf_keras", "tensorflow_datasets",
+             "torch", "h5py", "PIL", "cv2", "json", "pickle", "os", "glob", "random", "math", "datasets")
+DATASET_NAME = re.compile(r"(^|_)(ds|dataset|datasets|data_?set)($|_|\d)", re.I)
+# A Keras Sequence, a Python generator or a torch loader has no ``.apply``: left to epochs/steps.
+NOT_DATASET = re.compile(r"gen|seq|loader|iter|batches", re.I)
+TITLE = "Shard the dataset where training uses it, equal share per rank"
+SAME_DATA = "not divided, and every rank trains on the same examples in the same order"
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    adapted = _adapted_arguments(ctx)
+    seen: set = set()
+    for use in training_data(ctx):
+        if use.site.distributed or use.expr is None or use.site.kind not in (FIT, TAPE):
+            continue
+        expr = N.unparen(_unwrap(ctx, N.unparen(use.expr)))
+        if expr.type != "name" or mentions_hvd(use.expr, ctx):
+            continue
+        if use.site.kind == FIT and not _fit_on_dataset_alone(use):
+            continue
+        b = _binding_any(ctx, expr.value, expr)
+        if b is None:
+            continue
+        why = None
+        if _read_whole(ctx, use.pipe):
+            why = (f"`{expr.value}` is read whole by a preprocessing layer's adapt() (or for `.class_names`): "
+                   "sharded where training uses it, so that read still sees all of it")
+        elif _no_size(ctx, use.pipe):
+            q = (ctx.env.callee_qualname(use.pipe.source) or "").removeprefix("tensorflow.")
+            why = (f"`{q}` has no size known before reading it: divided where training uses it, its "
+                   "elements counted at run time so every rank takes the same number")
+        elif id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
+                and not use.pipe.method("shard") and not use.pipe.infinite:
+            why = (f"`{expr.value}` is also read by a preprocessing layer's adapt() through a function's argument: "
+                   "sharded where training uses it, so adapt() still sees all of it")
+        else:
+            helper = _imported_helper(ctx, b)
+            named = DATASET_NAME.search(expr.value) or DATASET_NAME.search(helper.rsplit(".", 1)[-1])
+            other = NOT_DATASET.search(expr.value) or NOT_DATASET.search(helper.rsplit(".", 1)[-1])
+            if helper and (named or use.site.kind == FIT and not other):
+                why = f"`{expr.value}` comes from `{helper}` of another module: divided where training uses it"
+        if why is None or (id(expr), 0) in seen or ctx.blocked("HVD041", expr):
+            continue
+        seen.add((id(expr), 0))
+        use.at_use = True
+        seeds = _seeds(ctx, use.pipe)
+        if seeds is None:
+            _note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
+                  "takes its share of its own order, a random 1/N that may overlap another rank's; give that "
+                  "shuffle the same seed on every rank for disjoint shares")
+        yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
+                      Fix(TITLE, (seeds or []) + [_apply(ctx, expr)]))
+
+
+def _seeds(ctx: RuleContext, pipe) -> list | None:
+    """The edits giving each shuffle of the pipeline that has no seed the same one on every
+    rank (``seed=1337``, as HVD041 seeds the Keras utilities): every rank then orders the
+    examples alike, and the shards taken after it are disjoint. None when one cannot be
+    given one (``**kwargs``, a seed passed by position is already there)."""
+    if pipe is None or not shuffled_per_rank(ctx, pipe):
+        return []
+    edits: list = []
+    for c in pipe.method("shuffle"):
+        if c.keyword("seed") is None and len(c.args) < 2:
+            if c.has_star():
+                return None
+            edits += ctx.add_keyword(c, f"seed={SHARD_SEED}")
+    src = pipe.source
+    q = ctx.env.callee_qualname(src) or "" if src is not None else ""
+    if q and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(src):
+        if src.has_star():
+            return None
+        edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
+    return edits
+
+
+def _read_whole(ctx: RuleContext, pipe) -> bool:
+    """The pipeline is one that `work_division` cannot shard at its source because ``adapt()``
+    or ``.class_names`` reads it there, and no size-preserving link of its own follows."""
+    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+        return False
+    adapted = _adapted(ctx)
+    src = pipe.source
+    if _attributes_read(ctx, src):
+        adapted.add(_key(src))
+    if _key(src) not in adapted or [c for c in pipe.method("take") if is_split(ctx, c)]:
+        return False
+    later = [c for c in reversed(pipe.calls) if _key(c) not in adapted]
+    return not later or later[0].method not in SIZE_PRESERVING
+
+
+def _no_size(ctx: RuleContext, pipe) -> bool:
+    """A pipeline of this file from a source whose size TF does not know (``make_csv_dataset``,
+    ``TFRecordDataset`` of one file, ``from_generator``), not a list of files `work_division`
+    shards by file, with no bound, shard or endless repeat of its own."""
+    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+        return False
+    if pipe.method("take"):
+        return False        # (a train/validation split: work_division shards after it)
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.startswith("tensorflow.data.") or q.endswith(KNOWN_SIZE):
+        return False
+    return _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None
+
+
+def _note(ctx: RuleContext, node, text: str) -> None:
+    notes = ctx.__dict__.setdefault("notes", [])
+    if (5, node.start_pos[0], text) not in notes:
+        notes.append((5, node.start_pos[0], text))
+
+
+def _apply(ctx: RuleContext, expr) -> Edit:
+    hvd, tf = ctx.hvd, ctx.env.tf_alias()
+    if tf:
+        size = (f"(ds.cardinality() if ds.cardinality() != {tf}.data.UNKNOWN_CARDINALITY "
+                f"else ds.reduce({tf}.constant(0, {tf}.int64), lambda n, _: n + 1))")
+    else:
+        size = "(ds.cardinality() if ds.cardinality() != -2 else ds.reduce(ds.cardinality() * 0, lambda n, _: n + 1))"
+    end = ctx.source.span(expr)[1]
+    return Edit(end, end, f".apply(lambda ds: ds.shard({hvd}.size(), {hvd}.rank()).take({size} // {hvd}.size()))")
+
+
+def _fit_on_dataset_alone(use) -> bool:
+    """``fit(ds, ...)``: no ``y`` (arrays come with one), no step bound (HVD042 divides that)."""
+    call = N.as_call(use.site.node)
+    if call is None or call.has_star():
+        return False
+    return call.keyword("y") is None and call.positional(1) is None and call.keyword("steps_per_epoch") is None
+
+
+def _binding_any(ctx: RuleContext, name: str, at):
+    """The assignment of `name` last before `at` in its innermost scope that assigns it, whatever its role."""
+    env = ctx.env
+    for scope in env.scopes_for(at):
+        cands = [b for b in env.bindings_of(name, scope) if b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)]
+        if cands:
+            return cands[-1]
+        if scope.type == "funcdef" and name in env.param_names(scope):
+            return None
+    return None
+
+
+def _imported_helper(ctx: RuleContext, b) -> str:
+    """``mydata.make_dataset`` when the binding's value is a call of a function imported from a
+    module of the program (not a library), else ''."""
+    value = getattr(b, "value", None)
+    call = N.as_call(N.unparen(value)) if value is not None else None
+    if call is None or ctx.env.function_named(call.callee_dotted() or "", call.node) is not None:
+        return ""
+    dotted = call.callee_dotted() or ""
+    root, _, rest = dotted.partition(".")
+    full = next((f for node in ctx.env.index.imports for local, f in import_bindings(node) if local == root), "")
+    q = f"{full}.{rest}" if full and rest else full
+    if "." not in q or q.split(".")[0] in LIBRARIES or q.startswith("__"):
+        return ""
+    return q
+
+
+def _adapted_arguments(ctx: RuleContext) -> set:
+    """ids of the assignment statements whose dataset a local function's parameter hands to a
+    preprocessing layer's ``adapt()`` (``get_normalization_layer(name, train_ds)``)."""
+    env = ctx.env
+    params: list = []          # (funcdef, parameter name)
+    for call in ctx.calls("adapt"):
+        arg = call.keyword("data") or call.positional(0)
+        fn = N.func_scope_of(call.node)
+        if arg is None or fn is None:
+            continue
+        name, at = _root_name(arg.value), call.node
+        for _ in range(12):
+            if name is None:
+                break
+            if name in env.param_names(fn):
+                params.append((fn, name))
+                break
+            b = _binding_any(ctx, name, at)
+            if b is None or getattr(b, "value", None) is None:
+                break
+            name, at = _root_name(b.value), b.stmt
+    out: set = set()
+    for fn, param in params:
+        index = env.param_names(fn).index(param)
+        for call in env.callers(fn):
+            arg = call.keyword(param) or call.positional(index)
+            name = _root_name(arg.value) if arg is not None else None
+            b = _binding_any(ctx, name, call.node) if name else None
+            if b is not None:
+                out.add(id(b.stmt))
+    return out
+
+
+def _root_name(expr):
+    """``ds`` of ``ds``, ``ds.map(f)``, ``ds.map(f).batch(2)``; None for anything else."""
+    expr = N.unparen(expr)
+    if expr.type == "name":
+        return expr.value
+    if expr.type in ("atom_expr", "power") and expr.children[0].type == "name":
+        return expr.children[0].value
+    return None
+
+
+def same_data(ctx: RuleContext, pipe) -> bool:
+    """Every rank reads the pipeline's examples in the same order: a tf.data source of this file
+    that does not shuffle (``list_files`` and the Keras directory utilities do by default, with
+    a seed of each rank's own, unless given ``shuffle=False`` or a ``seed``), and no later
+    ``shuffle`` without a ``seed`` (a seed is the same on every rank)."""
+    if pipe is None or pipe.source is None or not pipe.known:
+        return False
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
+        return False
+    if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
+        if not _seeded_or_unshuffled(pipe.source):
+            return False
+    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
+               for c in pipe.method("shuffle"))
+
+
+def shuffled_per_rank(ctx: RuleContext, pipe) -> bool:
+    """A shuffle in the pipeline (a ``shuffle`` link, or a source that shuffles by default)
+    without a seed: each rank orders the examples its own way."""
+    if pipe is None:
+        return False
+    if any(c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle")):
+        return True
+    q = ctx.env.callee_qualname(pipe.source) or "" if pipe.source is not None else ""
+    return bool(q) and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(pipe.source)
+
+
+SHUFFLING = ("list_files", "make_csv_dataset", "make_batched_features_dataset")   # (shuffle=True by default)
+SHUFFLE_SEED = ("make_csv_dataset", "make_batched_features_dataset")               # (their seed is shuffle_seed=)
+
+
+def _seeded_or_unshuffled(call) -> bool:
+    if call.keyword("seed") is not None or call.keyword("shuffle_seed") is not None:
+        return True
+    arg = call.keyword("shuffle")
+    return arg is not None and arg.value.type == "keyword" and arg.value.value in ("False", "None")
