@@ -44,7 +44,7 @@ ROLES = ("optimizer", "dataset", "checkpoint", "model", "estimator", "lr_schedul
 # Keras utilities that return a finite, batched tf.data.Dataset of known size.
 KERAS_DATASETS = tuple(f"tensorflow.keras.{m}.{f}" for m in ("utils", "preprocessing")
                        for f in ("image_dataset_from_directory", "text_dataset_from_directory",
-                                 "timeseries_dataset_from_array"))
+                                 "timeseries_dataset_from_array", "audio_dataset_from_directory"))
 
 
 SETUP = ("HVD001", "HVD002")

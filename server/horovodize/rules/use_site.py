@@ -77,7 +77,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if b is None:
             continue
         why = None
-        if _read_whole(ctx, use.pipe):
+        if use.pipe is not None and use.pipe.source is not None and both_subsets(use.pipe.source):
+            why = (f"`{expr.value}` comes from a `subset='both'` (training, validation) pair: divided where "
+                   "training uses it")
+        elif _read_whole(ctx, use.pipe):
             why = (f"`{expr.value}` is read whole by a preprocessing layer's adapt() (or for `.class_names`): "
                    "sharded where training uses it, so that read still sees all of it")
         elif _no_size(ctx, use.pipe):
@@ -127,6 +130,13 @@ def _seeds(ctx: RuleContext, pipe) -> list | None:
             return None
         edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
     return edits
+
+
+def both_subsets(call) -> bool:
+    """A Keras directory utility called with ``subset='both'``: it returns a (training,
+    validation) pair, so nothing can be appended to the call itself."""
+    arg = call.keyword("subset")
+    return arg is not None and arg.value.get_code(include_prefix=False).strip("'\"") == "both"
 
 
 def _read_whole(ctx: RuleContext, pipe) -> bool:

@@ -23,7 +23,7 @@ Requires: env (dataset/model/estimator bindings), loop summary (the loop driving
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..analysis.loop import ESTIMATOR, FIT, TAPE
@@ -32,96 +32,26 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and step_loops read them here)
+    SEQUENCES,
+    Pipeline,
+    _assignments,
+    _elements,
+    _target_path,
+    _unwrap,
+    pipeline,
+)
 
 RULES = {
     "HVD041": ("shard-at-source", "Shard the dataset at its source, equal share per rank"),
     "HVD042": ("divide-steps", "Divide the step count by hvd.size()"),
     "HVD043": ("divide-epochs", "Divide the epochs by hvd.size()"),
 }
-WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
 FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
 ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
 # Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
 KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range", "Dataset.zip") + KERAS_DATASETS
-
-
-@dataclass
-class Pipeline:
-    """A tf.data pipeline feeding training: its chained calls from the use back to the source."""
-
-    calls: list = field(default_factory=list)     # N.Call, outermost (last applied) first
-    source: N.Call | None = None                  # the tf.data.Dataset.*(...) call
-    known: bool = True                            # every link resolved to a dataset
-
-    def method(self, name: str) -> list:
-        return [c for c in self.calls if c.method == name]
-
-    @property
-    def infinite(self) -> bool:
-        return any(not c.args for c in self.method("repeat"))
-
-
-def _unwrap(ctx: RuleContext, expr):
-    """``enumerate(ds)`` / ``tqdm(ds)`` → ``ds``."""
-    while True:
-        call = N.as_call(expr)
-        if call is None or call.callee_dotted() not in WRAPPERS or not call.args:
-            return expr
-        expr = call.args[0].value
-
-
-def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0) -> Pipeline | None:
-    """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source."""
-    env = ctx.env
-    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
-    out = Pipeline()
-    if expr.type not in ("atom_expr", "power", "name") or depth > 12:
-        return None
-    node = expr
-    calls = []
-    if node.type != "name":
-        calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
-    for call in calls:
-        q = env.callee_qualname(call)
-        if q and (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
-            out.source = call
-            return out
-        out.calls.append(call)
-    root = node if node.type == "name" else node.children[0]
-    if root.type != "name":
-        return None
-    if calls and calls[-1].index == 1:          # ``make_pipeline(...)...``: follow a local function's return
-        fn = env.function_named(root.value, node)
-        if fn is not None:
-            for ret in env.index.returns.get(id(fn), ()):
-                if len(ret.children) > 1:
-                    inner = pipeline(ctx, ret.children[1], ret, depth + 1)
-                    if inner is not None:
-                        inner.calls = out.calls[:-1] + inner.calls
-                        return inner
-            return None
-    b = _binding_before(ctx, root.value, at or node)
-    if b is None:
-        return None        # not a dataset this file builds (arrays, tensors, a loader's result)
-    inner = pipeline(ctx, b.value, b.stmt, depth + 1)
-    if inner is None:
-        return Pipeline(out.calls, None, False)
-    inner.calls = out.calls + inner.calls
-    return inner
-
-
-def _binding_before(ctx: RuleContext, name: str, at):
-    """The dataset binding of `name` last assigned before `at` in its scope (parameters followed)."""
-    env = ctx.env
-    for scope in env.scopes_for(at):
-        cands = [b for b in env.bindings_of(name, scope) if b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)]
-        if cands:
-            last = cands[-1]
-            return last if last.role == "dataset" else None
-        if scope.type == "funcdef" and name in env.param_names(scope):
-            return env.lookup(name, at, "dataset")
-    return None
 
 
 @dataclass
@@ -685,46 +615,6 @@ def _subscripted(expr, sub: tuple) -> tuple:
             and kids[1].children[1].type == "number" and kids[1].children[1].value.isdigit():
         return kids[0], (int(kids[1].children[1].value),) + sub
     return expr, sub
-
-
-def _assignments(ctx: RuleContext, scope):
-    body = scope.children[-1] if scope.type == "funcdef" else scope
-    for node in body.children:
-        stmt = node.children[0] if node.type == "simple_stmt" else None
-        if stmt is not None and stmt.type == "expr_stmt":
-            yield stmt
-
-
-def _target_path(targets, name: str):
-    """Index path of `name` in ``a``, ``(a, b), c`` targets: () for a plain name."""
-    for t in targets:
-        if t.type == "name":
-            if t.value == name:
-                return ()
-            continue
-        if t.type not in SEQUENCES and t.type != "atom":
-            continue        # (``x.y = ...``, ``d[k] = ...``)
-        for i, e in enumerate(_elements(t)):
-            sub = _target_path([e], name)
-            if sub is not None:
-                return (i,) + sub
-    return None
-
-
-SEQUENCES = ("testlist_star_expr", "testlist_comp", "exprlist", "testlist")
-
-
-def _elements(node) -> list:
-    """The items of ``(a, b)``, ``[a, b]``, ``a, b``; [] for anything else."""
-    if node.type == "atom":
-        if len(node.children) != 3 or node.children[0] not in ("(", "["):
-            return []
-        node = node.children[1]
-        if node.type not in SEQUENCES:
-            return [node]
-    if node.type in SEQUENCES:
-        return [c for c in node.children if c.type != "operator"]
-    return []
 
 
 def _is_tfds_load(ctx: RuleContext, call: N.Call) -> bool:

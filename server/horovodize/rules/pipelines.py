@@ -1,0 +1,198 @@
+"""tf.data pipelines as the rules see them: from where training uses a dataset back to its
+source, through the assignments of its root name, a local function's return (to the argument
+its caller passed), chains of Dataset methods, and ``train, val = utility(subset="both")``
+unpacking. Used by `work_division` (HVD041 at the source) and `use_site` (at the use).
+
+Requires: env (bindings, qualified names, functions and their returns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..analysis.roles import KERAS_DATASETS
+from ..parse import nodes as N
+from .base import RuleContext
+
+WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
+
+
+@dataclass
+class Pipeline:
+    """A tf.data pipeline feeding training: its chained calls from the use back to the source."""
+
+    calls: list = field(default_factory=list)     # N.Call, outermost (last applied) first
+    source: N.Call | None = None                  # the tf.data.Dataset.*(...) call
+    known: bool = True                            # every link resolved to a dataset
+
+    def method(self, name: str) -> list:
+        return [c for c in self.calls if c.method == name]
+
+    @property
+    def infinite(self) -> bool:
+        return any(not c.args for c in self.method("repeat"))
+
+
+def _unwrap(ctx: RuleContext, expr):
+    """``enumerate(ds)`` / ``tqdm(ds)`` → ``ds``."""
+    while True:
+        call = N.as_call(expr)
+        if call is None or call.callee_dotted() not in WRAPPERS or not call.args:
+            return expr
+        expr = call.args[0].value
+
+
+def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None = None) -> Pipeline | None:
+    """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source;
+    through a local function's return to the argument its caller passed (`args`: parameter
+    name -> (argument, call node))."""
+    env = ctx.env
+    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
+    out = Pipeline()
+    if expr.type not in ("atom_expr", "power", "name") or depth > 12:
+        return None
+    node = expr
+    calls = []
+    if node.type != "name":
+        calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
+    for call in calls:
+        q = env.callee_qualname(call)
+        if q and (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
+            out.source = call
+            return out
+        out.calls.append(call)
+    root = node if node.type == "name" else node.children[0]
+    if root.type != "name":
+        return None
+    if args and root.value in args and (node.type == "name" or calls):
+        arg, call_node = args[root.value]        # a parameter: what the caller passed
+        inner = pipeline(ctx, arg, call_node, depth + 1)
+        if inner is not None:
+            inner.calls = out.calls + inner.calls
+        return inner
+    if calls and calls[-1].index == 1:          # ``make_pipeline(...)...``: follow a local function's return
+        fn = env.function_named(root.value, node)
+        if fn is not None:
+            passed = _passed(env, fn, calls[-1])
+            for ret in env.index.returns.get(id(fn), ()):
+                if len(ret.children) > 1:
+                    inner = pipeline(ctx, ret.children[1], ret, depth + 1, passed)
+                    if inner is not None:
+                        inner.calls = out.calls[:-1] + inner.calls
+                        return inner
+            return None
+    b = _binding_before(ctx, root.value, at or node)
+    if b is None:
+        pair = _pair_source(ctx, root.value, at or node)
+        if pair is not None:           # ``train, val = image_dataset_from_directory(..., subset="both")``
+            out.source = pair
+            return out
+        return None        # not a dataset this file builds (arrays, tensors, a loader's result)
+    inner = pipeline(ctx, b.value, b.stmt, depth + 1)
+    if inner is None:
+        return Pipeline(out.calls, None, False)
+    inner.calls = out.calls + inner.calls
+    return inner
+
+
+def _passed(env, fn, call: N.Call) -> dict:
+    """Parameter name -> (argument expression, call node) for a call of a local function."""
+    out = {}
+    if call.has_star():
+        return out
+    for i, name in enumerate(env.param_names(fn)):
+        arg = call.keyword(name) or call.positional(i)
+        if arg is not None:
+            out[name] = (arg.value, call.node)
+    return out
+
+
+def _local_call(env, b) -> bool:
+    """The binding's value is a call of a function of this file (``make_spec_ds(train_ds)``):
+    the walk follows its return."""
+    call = N.as_call(N.unparen(b.value)) if getattr(b, "value", None) is not None else None
+    return call is not None and call.index == 1 and env.function_named(call.callee_dotted() or "", call.node) is not None
+
+
+# tf.data.Dataset methods that return a dataset: a chain of them is a pipeline whatever its root
+DATASET_METHODS = {"map", "batch", "shuffle", "cache", "prefetch", "filter", "repeat", "take", "skip", "shard",
+                   "apply", "unbatch", "padded_batch", "interleave", "flat_map", "with_options", "rebatch",
+                   "ragged_batch", "enumerate", "concatenate"}
+
+
+def _dataset_chain(b) -> bool:
+    """``x = ds.cache().shuffle(n).prefetch(k)``: only Dataset methods after a name."""
+    value = N.unparen(b.value) if getattr(b, "value", None) is not None else None
+    if value is None or value.type not in ("atom_expr", "power") or value.children[0].type != "name":
+        return False
+    calls = [N.Call(value, i) for i in range(1, len(value.children)) if N.is_call_trailer(value.children[i])]
+    return bool(calls) and all(c.method in DATASET_METHODS and c.index > 1 for c in calls)
+
+
+def _binding_before(ctx: RuleContext, name: str, at):
+    """The dataset binding of `name` last assigned before `at` in its scope (parameters followed)."""
+    env = ctx.env
+    for scope in env.scopes_for(at):
+        cands = [b for b in env.bindings_of(name, scope) if b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)]
+        if cands:
+            last = cands[-1]
+            return last if last.role == "dataset" or _local_call(env, last) or _dataset_chain(last) else None
+        if scope.type == "funcdef" and name in env.param_names(scope):
+            return env.lookup(name, at, "dataset")
+    return None
+
+
+def _pair_source(ctx: RuleContext, name: str, at) -> N.Call | None:
+    """The Keras utility call a ``train, val = utility(..., subset="both")`` unpacks into
+    `name` (last before `at`, in `at`'s scope), or None."""
+    scope = N.func_scope_of(at) or ctx.source.module
+    found = None
+    for stmt in _assignments(ctx, scope):
+        if stmt.start_pos >= at.start_pos or len(stmt.children) != 3:
+            continue
+        call = N.as_call(N.unparen(stmt.children[2]))
+        if call is None or (ctx.env.callee_qualname(call) or "") not in KERAS_DATASETS:
+            continue
+        if _target_path([stmt.children[0]], name) not in (None, ()):
+            found = call
+    return found
+
+
+def _assignments(ctx: RuleContext, scope):
+    body = scope.children[-1] if scope.type == "funcdef" else scope
+    for node in body.children:
+        stmt = node.children[0] if node.type == "simple_stmt" else None
+        if stmt is not None and stmt.type == "expr_stmt":
+            yield stmt
+
+
+def _target_path(targets, name: str):
+    """Index path of `name` in ``a``, ``(a, b), c`` targets: () for a plain name."""
+    for t in targets:
+        if t.type == "name":
+            if t.value == name:
+                return ()
+            continue
+        if t.type not in SEQUENCES and t.type != "atom":
+            continue        # (``x.y = ...``, ``d[k] = ...``)
+        for i, e in enumerate(_elements(t)):
+            sub = _target_path([e], name)
+            if sub is not None:
+                return (i,) + sub
+    return None
+
+
+SEQUENCES = ("testlist_star_expr", "testlist_comp", "exprlist", "testlist")
+
+
+def _elements(node) -> list:
+    """The items of ``(a, b)``, ``[a, b]``, ``a, b``; [] for anything else."""
+    if node.type == "atom":
+        if len(node.children) != 3 or node.children[0] not in ("(", "["):
+            return []
+        node = node.children[1]
+        if node.type not in SEQUENCES:
+            return [node]
+    if node.type in SEQUENCES:
+        return [c for c in node.children if c.type != "operator"]
+    return []
