@@ -69,12 +69,40 @@ def test_no_wrapper_where_ranks_do_not_all_arrive():
 
 
 def test_file_system_if_is_wrapped_whole():
-    text = ("import os\nimport urllib.request\nimport numpy as np\nimport tensorflow as tf\n\n"
-            "if not os.path.exists('d.csv'):\n    urllib.request.urlretrieve('http://x/d.csv', 'd.csv')\n"
+    text = ("import os\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "if not os.path.exists('d.csv'):\n    tf.keras.utils.get_file('d.csv', 'http://x/d.csv')\n"
             "x = np.loadtxt('d.csv')\ny = x\n" + FIT_TAIL)
     out = convert_text(text)
     # the `if` is inside the wrapper: a rank that finds the file already there still joins the allreduce
     assert out.index('name="data_barrier"') < out.index("if not os.path.exists") < out.index("local_rank() == 0")
+
+
+DOWNLOAD = ("import os\nimport urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "if not os.path.exists('d.zip'):\n    urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+            "zip_ref = zipfile.ZipFile('d.zip', 'r')\nzip_ref.extractall('d')\nzip_ref.close()\n"
+            "x = np.loadtxt('d/d.csv')\ny = x\n")
+
+
+def test_download_without_cache_runs_on_local_rank0_only():
+    # urlretrieve has no cache: the others must not download again after local rank 0, so
+    # the download, the ZipFile it opens, the extraction and the close are one local-rank-0 block
+    out = convert_text(DOWNLOAD + FIT_TAIL)
+    block = ("if hvd.local_rank() == 0:\n    if not os.path.exists('d.zip'):\n"
+             "        urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+             "    zip_ref = zipfile.ZipFile('d.zip', 'r')\n    zip_ref.extractall('d')\n    zip_ref.close()\n"
+             "hvd.allreduce(tf.constant(0), name=\"data_barrier\")")
+    assert block in out and out.count("data_barrier") == 1 and "local_rank() != 0" not in out
+    p = point(DOWNLOAD + FIT_TAIL, 9)
+    assert p["status"] == "done" and "no cache" in p["changes"][0]["message"]
+    assert "this host's cache" not in out
+
+
+def test_download_whose_binding_every_rank_reads_is_not_done():
+    # `zip_ref` is read after the block by every rank: the others would skip its binding
+    text = DOWNLOAD.replace("zip_ref.close()\n", "") + "print(zip_ref.namelist())\n" + FIT_TAIL
+    p = point(text, 9)
+    assert p["status"] == "not done" and "`zip_ref`" in p["notes"][0]["note"]
+    assert "data_barrier" not in convert_text(text)
 
 
 def test_epochs_rounded_up_and_one_epoch_left_alone():

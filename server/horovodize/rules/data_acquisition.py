@@ -37,6 +37,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .data_download import closes_after, download_block, is_download, read_later
 from .setup_imports import tf_name
 
 RULES = {
@@ -89,7 +90,7 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         download = call.keyword("download")
         if download is not None and download.value.get_code(include_prefix=False) == "False":
             return None
-        return "fetch"
+        return "download" if is_download(ctx, call) else "fetch"
     if call.method == "download_and_prepare":
         return "fetch"
     if call.method == "extractall" or dotted in EXTRACT_DOTTED:
@@ -169,49 +170,98 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
     tf = ctx.env.tf_alias() or tf_name(ctx)
     reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
-    for group in groups:
-        first, last = group[0][0], group[-1][0]
-        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in group):
+    for whole in groups:
+        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in whole):
             continue
-        edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
-        calls = [c for _u, cs, _k in group for c in cs]
-        for call in calls:
-            if acquisition(ctx, call) != "extract":
-                continue
-            own = _extract_on_local_rank0(ctx, call)
-            if own is None:
-                again = True
-            else:
-                edits += own
-        cleaning = _cleaning_after(ctx, last)
-        unit_last = last
-        for stmt, call, guard in cleaning:
-            edits.append(guard)
-            taken.add(id(call.node))
-            last = stmt
-        before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
-        after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
-        if again:
-            note(ctx, calls[0].node, "done, but ranks > 0 extract the archive again after local rank 0 "
-                 "(`get_file(untar=True)`, a computed `extract=`, or an extraction sharing its line): every "
-                 "extraction ends before the data is cleaned or read, but with more than 2 ranks a host they "
-                 "write the same files at once; `extract=True` to get_file extracts once")
-            after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
-                      "# no rank reads while another extracts again")
-        if again and cleaning:          # clean after every re-extraction, on local rank 0 first
-            cleaned = f'{hvd}.allreduce({tf}.constant(0), name="data_cleaned")'
-            after += (f"\nif {hvd}.local_rank() != 0:\n{unit_indent}{cleaned}  "
-                      "# local rank 0 cleans the data folder first")
-            edits = ([ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(unit_last, after)] + edits
-                     + [ctx.insert_after_stmt(last, f"if {hvd}.local_rank() == 0:\n{unit_indent}{cleaned}  "
-                                              "# then the others read it")])
+        downloads = [i for i, u in enumerate(whole) if "download" in u[2]]
+        if not downloads:
+            yield from _cache_group(ctx, whole, taken, reduce)
+            continue
+        # the downloads, and what extracts what they fetched, on local rank 0 only; the
+        # cache fetches after them keep local rank 0 first, then the others
+        cut = max(downloads) + 1
+        while cut < len(whole) and whole[cut][2] <= {"extract"}:
+            cut += 1
+        yield from _download_group(ctx, whole[:cut], taken, reduce, last_group=cut == len(whole))
+        if cut < len(whole):
+            yield from _cache_group(ctx, whole[cut:], taken, reduce)
+
+
+def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last_group: bool) -> Iterator[Finding]:
+    """One ``if hvd.local_rank() == 0:`` block over the units (and the ``close()`` of what
+    they opened), then one allreduce on every rank (`data_download`)."""
+    first, last = group[0][0], group[-1][0]
+    calls = [c for _u, cs, _k in group for c in cs]
+    closes = closes_after(last)
+    last = closes[-1] if closes else last
+    leak = read_later(ctx, first, last)
+    if leak is not None:
+        note(ctx, calls[0].node, f"not done: every rank downloads here again into the same file (no cache), and "
+             f"`{leak[0]}`, bound with the download, is read by every rank (line {leak[1]}): download on "
+             "local rank 0 only and give the others the same value, then a barrier")
+        return
+    cleaning = _cleaning_after(ctx, last) if last_group else []
+    edits, end = [], last
+    for stmt, call, guard in cleaning:
+        edits.append(guard)
+        taken.add(id(call.node))
+        end = stmt
+    edits = download_block(ctx, first, last, end, reduce) + edits
+    fix = Fix("Download on local rank 0 only, then a barrier", edits)
+    for call in calls:
+        kind = acquisition(ctx, call)
+        why = {"download": "every rank downloads again into the same file (no cache)",
+               "extract": "every rank extracts what was downloaded into the same folder at once"}.get(
+            kind, "every rank fetches the data into the same path at once")
+        yield finding(ctx, "HVD044", call.node, why, fix)
+    for _stmt, call, _guard in cleaning:
+        yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+
+
+def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iterator[Finding]:
+    """Local rank 0 first, then the others find the data in this host's cache."""
+    hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
+    tf = ctx.env.tf_alias() or tf_name(ctx)
+    first, last = group[0][0], group[-1][0]
+    edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
+    calls = [c for _u, cs, _k in group for c in cs]
+    for call in calls:
+        if acquisition(ctx, call) != "extract":
+            continue
+        own = _extract_on_local_rank0(ctx, call)
+        if own is None:
+            again = True
         else:
-            edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
-        fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
-        for call in calls:
-            yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
-        for _stmt, call, _guard in cleaning:
-            yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+            edits += own
+    cleaning = _cleaning_after(ctx, last)
+    unit_last = last
+    for stmt, call, guard in cleaning:
+        edits.append(guard)
+        taken.add(id(call.node))
+        last = stmt
+    before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
+    after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
+    if again:
+        note(ctx, calls[0].node, "done, but ranks > 0 extract the archive again after local rank 0 "
+             "(`get_file(untar=True)`, a computed `extract=`, or an extraction sharing its line): every "
+             "extraction ends before the data is cleaned or read, but with more than 2 ranks a host they "
+             "write the same files at once; `extract=True` to get_file extracts once")
+        after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
+                  "# no rank reads while another extracts again")
+    if again and cleaning:          # clean after every re-extraction, on local rank 0 first
+        cleaned = f'{hvd}.allreduce({tf}.constant(0), name="data_cleaned")'
+        after += (f"\nif {hvd}.local_rank() != 0:\n{unit_indent}{cleaned}  "
+                  "# local rank 0 cleans the data folder first")
+        edits = ([ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(unit_last, after)] + edits
+                 + [ctx.insert_after_stmt(last, f"if {hvd}.local_rank() == 0:\n{unit_indent}{cleaned}  "
+                                          "# then the others read it")])
+    else:
+        edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
+    fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
+    for call in calls:
+        yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
+    for _stmt, call, _guard in cleaning:
+        yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
 
 
 def _extract_on_local_rank0(ctx: RuleContext, call: N.Call) -> list | None:
