@@ -196,3 +196,16 @@ def test_checkpoint_interval_in_epochs_follows_the_divided_epochs():
     # once per epoch: nothing to keep consistent
     p = point(CHECKPOINTED.format(freq="'epoch'"), 5)
     assert p["status"] == "done" and not p["notes"]
+
+
+def test_http_body_written_to_file_is_a_download_and_a_decoded_reply_is_not():
+    body = ("import requests\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "r = requests.get('http://x/d.npz')\nwith open('d.npz', 'wb') as f:\n    f.write(r.content)\n"
+            "x = np.load('d.npz')['x']\ny = x\n" + FIT_TAIL)
+    out = convert_text(body)
+    assert ("if hvd.local_rank() == 0:\n    r = requests.get('http://x/d.npz')\n    with open('d.npz', 'wb') as f:\n"
+            "        f.write(r.content)\nhvd.allreduce(tf.constant(0), name=\"data_barrier\")") in out
+    assert "hvd.rank() == 0" not in out.split("data_barrier")[0]      # not HVD032's rank-0 guard as well
+    reply = body.replace("r.content", "json.dumps(r.json())").replace("'wb'", "'w'")
+    out = convert_text("import json\n" + reply)
+    assert "data_barrier" not in out and "if hvd.rank() == 0:\n    with open('d.npz', 'w')" in out

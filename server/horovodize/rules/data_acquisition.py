@@ -5,8 +5,12 @@ extraction never run on several ranks at once into the same path.
   path, Horovod's own idiom: ``load_data(path="mnist-%d.npz" % hvd.rank())``.
 * A folder every rank makes (``os.makedirs``/``os.mkdir``) is HVD032's (``exist_ok=True``),
   whether it holds data or outputs.
+* A download with no cache (``urlretrieve``, ``wget.download``, ``gdown.download``, an HTTP
+  body written to a file: `data_download`) runs on local rank 0 only, with what opens,
+  extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
+  allreduce on every rank (the others fetching again would write the same file).
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
-  ``tfds.load``, ``download_and_prepare``, ``gdown``, ``urlretrieve``, ``extractall``,
+  ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, ``extractall``,
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
@@ -25,7 +29,8 @@ extraction never run on several ranks at once into the same path.
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
 (a rank must not skip the allreduce because local rank 0 already made the file exist).
 
-Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves).
+Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves),
+``local_rank0_blocks`` (the statements of the download blocks, which HVD032/HVD033 leave).
 Requires: env (aliases, callers), facts (rank guards, init, effects), loop summary (what trains).
 """
 
@@ -37,7 +42,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
-from .data_download import closes_after, download_block, is_download, read_later
+from .data_download import closes_after, download_block, http_get_before, is_download, read_later
 from .setup_imports import tf_name
 
 RULES = {
@@ -56,7 +61,7 @@ EXTRACT_DOTTED = {"shutil.unpack_archive"}
 CLEAN = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"}
 TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
 NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
-         "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt")
+         "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt", "open")
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
 
@@ -86,6 +91,8 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         if any(k is not None and k.value.get_code(include_prefix=False) != "False" for k in (extract, untar)):
             return "extract"
         return "fetch"
+    if dotted == "open":              # an HTTP response body written to a file
+        return "download" if is_download(ctx, call) else None
     if dotted in FETCH_DOTTED:
         download = call.keyword("download")
         if download is not None and download.value.get_code(include_prefix=False) == "False":
@@ -112,6 +119,21 @@ def local_rank0_only(ctx: RuleContext) -> set[int]:
     the cleaning of the data folder (``shutil.rmtree``, ``os.remove``...) it took in. Other
     rules leave them alone (a global-rank-0 guard would leave other hosts' data uncleaned)."""
     return _plan(ctx)[1]
+
+
+def local_rank0_blocks(ctx: RuleContext) -> list:
+    """The statements HVD044 puts in a local-rank-0-only download block: other rules leave
+    what they hold alone (the file written there is the download, not a side effect)."""
+    _plan(ctx)
+    return ctx.__dict__.get("_download_blocks", [])
+
+
+def _siblings(first, last) -> list:
+    out, cur = [first], first
+    while cur is not last and cur.get_next_sibling() is not None:
+        cur = cur.get_next_sibling()
+        out.append(cur)
+    return out
 
 
 def _plan(ctx: RuleContext) -> tuple[list, set]:
@@ -191,6 +213,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
     """One ``if hvd.local_rank() == 0:`` block over the units (and the ``close()`` of what
     they opened), then one allreduce on every rank (`data_download`)."""
     first, last = group[0][0], group[-1][0]
+    first = http_get_before(ctx, first) or first
     calls = [c for _u, cs, _k in group for c in cs]
     closes = closes_after(last)
     last = closes[-1] if closes else last
@@ -207,6 +230,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
         taken.add(id(call.node))
         end = stmt
     edits = download_block(ctx, first, last, end, reduce) + edits
+    ctx.__dict__.setdefault("_download_blocks", []).extend(_siblings(first, last))
     fix = Fix("Download on local rank 0 only, then a barrier", edits)
     for call in calls:
         kind = acquisition(ctx, call)

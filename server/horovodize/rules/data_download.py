@@ -18,6 +18,7 @@ from .base import RuleContext, guard_lines
 NO_CACHE = {"urllib.request.urlretrieve", "request.urlretrieve", "urlretrieve", "wget.download",
             "gdown.download", "gdown.download_folder"}
 HTTP_GET = {"requests.get", "urllib.request.urlopen", "request.urlopen", "urlopen"}
+BODY = (".content", ".iter_content(", ".read()", ".raw")
 BINDERS = ("expr_stmt", "with_stmt", "for_stmt", "import_name", "import_from", "funcdef", "classdef")
 
 
@@ -42,16 +43,20 @@ def is_download(ctx: RuleContext, call: N.Call) -> bool:
 
 
 def _reads_http(ctx: RuleContext, stmt) -> bool:
-    """`stmt` calls requests.get/urlopen, or reads a name one of the 5 statements before it
-    (same block) bound to such a call."""
+    """`stmt` writes an HTTP response body: it calls requests.get/urlopen and reads its body
+    (``.content``, ``.iter_content(...)``, ``.read()``), or reads a name one of the 5
+    statements before it (same block) bound to such a call (``r = requests.get(url)`` then
+    ``r.content``, or ``data = urlopen(url).read()``). A decoded reply (``.json()``) is not."""
+    code = stmt.get_code(include_prefix=False)
     if any((c.callee_dotted() or "") in HTTP_GET for c in N.calls_in(stmt)):
-        return True
+        return any(b in code for b in BODY)
     names = {n.value for n in N.walk(stmt) if n.type == "name"}
     prev, seen = stmt.get_previous_sibling(), 0
     while prev is not None and seen < 5:
         if prev.type == "simple_stmt" and _defined(prev) & names and \
                 any((c.callee_dotted() or "") in HTTP_GET for c in N.calls_in(prev)):
-            return True
+            body = prev.get_code(include_prefix=False)
+            return any(b in code or b in body for b in BODY)
         seen += prev.type != "newline"
         prev = prev.get_previous_sibling()
     return False

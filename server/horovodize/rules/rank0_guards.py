@@ -32,7 +32,7 @@ from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, guard_lines, mentions_hvd, under_rank0_guard
-from .data_acquisition import local_rank0_only
+from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
@@ -156,8 +156,9 @@ READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "re
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    blocks = list(_write_blocks(ctx))
-    inside_block = [b for b, _ in blocks]
+    downloads = local_rank0_blocks(ctx)   # HVD044's downloads, on local rank 0 only
+    blocks = [b for b in _write_blocks(ctx) if not any(N.inside(b[0], d) for d in downloads)]
+    inside_block = [b for b, _ in blocks] + downloads
     displays, shown_regions = display_sites(ctx, statement, guard_block)   # plt.show, display loops (HVD030)
     inside_block += shown_regions
     names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
@@ -171,6 +172,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         stmt = statement(call)
         if stmt is None or (code in ("HVD030", "HVD032") and stmt is not call.node):
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
+        if any(N.inside(stmt, d) for d in downloads):
+            continue
         if code != "HVD030":
             _note_write(ctx, call, writes)
         if any(N.inside(stmt, b) for b in inside_block) or in_writing_callback(ctx, call):
