@@ -209,3 +209,15 @@ def test_http_body_written_to_file_is_a_download_and_a_decoded_reply_is_not():
     reply = body.replace("r.content", "json.dumps(r.json())").replace("'wb'", "'w'")
     out = convert_text("import json\n" + reply)
     assert "data_barrier" not in out and "if hvd.rank() == 0:\n    with open('d.npz', 'w')" in out
+
+
+def test_pretrained_weights_are_fetched_on_local_rank0_first():
+    head = "import numpy as np\nimport tensorflow as tf\n\nx = np.zeros((8, 32, 32, 3))\ny = np.zeros((8,))\n"
+    tail = FIT_TAIL.replace("[tf.keras.layers.Dense(1)]", "[base, tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)]")
+    for call in ("tf.keras.applications.MobileNetV2(include_top=False, weights='imagenet')",
+                 "tf.keras.applications.resnet50.ResNet50(include_top=False)"):       # weights='imagenet' by default
+        out = convert_text(head + f"base = {call}\n" + tail)
+        assert out.index("local_rank() != 0") < out.index(call) < out.index("local_rank() == 0"), call
+        assert "pretrained weights" in point(head + f"base = {call}\n" + tail, 9)["changes"][0]["message"]
+    none = head + "base = tf.keras.applications.MobileNetV2(include_top=False, weights=None)\n" + tail
+    assert "data_barrier" not in convert_text(none) and point(none, 9)["status"] == "nothing to change"

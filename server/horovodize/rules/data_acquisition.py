@@ -10,7 +10,9 @@ extraction never run on several ranks at once into the same path.
   extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
   allreduce on every rank (the others fetching again would write the same file).
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
-  ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, ``extractall``,
+  ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
+  ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
+  a URL, ``extractall``,
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
@@ -62,6 +64,11 @@ CLEAN = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"}
 TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
 NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
          "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt", "open")
+# Implicit downloads into the host's cache: a Keras application's ImageNet weights
+# (``weights="imagenet"``, the default) through get_file into ~/.keras/models, a TF Hub
+# handle into the hub cache; a second call finds the file there.
+APPLICATION = re.compile(r"^(?:tensorflow\.)?keras\.applications(?:\.\w+)*\.[A-Z]\w*$")
+HUB = {"tensorflow_hub.KerasLayer", "tensorflow_hub.load", "tensorflow_hub.Module"}
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
 
@@ -85,6 +92,20 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         if path is not None and path.value.type not in ("string", "strings"):
             return None                    # a path the program computes (``% os.getpid()``): its own choice
         return "fetch"
+    if APPLICATION.match(q):
+        weights = call.keyword("weights")
+        if weights is None:
+            return "fetch"             # weights="imagenet" by default
+        value = weights.value
+        if value.type == "keyword" and value.value == "None" or \
+                value.type == "string" and "imagenet" not in value.value:
+            return None                # no weights, or the user's own file
+        return "fetch"
+    if q in HUB or dotted in HUB or _hub_alias(ctx, dotted):
+        handle = call.keyword("handle") or call.positional(0)
+        if handle is not None and re.match(r"""^[rbuRBU]*['"]https?://""", handle.value.get_code(include_prefix=False)):
+            return "fetch"
+        return None
     if name == "get_file" and "keras" in q:
         extract = call.keyword("extract")
         untar = call.keyword("untar")
@@ -108,6 +129,13 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
             return "fetch"
         return None
     return None
+
+
+def _hub_alias(ctx: RuleContext, dotted: str) -> bool:
+    """``hub.KerasLayer``/``hub.load`` where ``hub`` is ``import tensorflow_hub as hub``."""
+    root, _, attr = dotted.partition(".")
+    return attr in ("KerasLayer", "load", "Module") and re.search(
+        rf"^\s*import\s+tensorflow_hub\s+as\s+{re.escape(root)}\b", ctx.source.text, re.M) is not None
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
@@ -149,7 +177,8 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     if ctx.env.tf_alias() is None and ctx.facts.uses_horovod:
         return                        # no tensorflow name to build the allreduce with
     wrapped: list = []                # (unit, call, kind) for the local-rank-0-first wrapper
-    for name in NAMES:
+    models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()]   # Keras applications, hub.KerasLayer
+    for name in (*NAMES, *models):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
             if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
@@ -283,7 +312,10 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
         edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
     fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
     for call in calls:
-        yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
+        q = ctx.env.callee_qualname(call) or ""
+        why = ("every rank downloads the pretrained weights into this host's cache at once"
+               if APPLICATION.match(q) or q in HUB or _hub_alias(ctx, call.callee_dotted() or "") else "every rank fetches the data into the same path at once")
+        yield finding(ctx, "HVD044", call.node, why, fix)
     for _stmt, call, _guard in cleaning:
         yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
 
