@@ -296,9 +296,11 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
     after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
     if again:
         note(ctx, calls[0].node, "done, but ranks > 0 extract the archive again after local rank 0 "
-             "(`get_file(untar=True)`, a computed `extract=`, or an extraction sharing its line): every "
-             "extraction ends before the data is cleaned or read, but with more than 2 ranks a host they "
-             "write the same files at once; `extract=True` to get_file extracts once")
+             "(`get_file(untar=True)`: Keras 2.15 extracts again whenever the folder named after fname is "
+             "missing, i.e. unless the archive's top folder has that name; or a computed `extract=`, or an "
+             "extraction sharing its line): every extraction ends before the data is cleaned or read, but "
+             "with more than 2 ranks on a host they write the same files at once (the same contents); "
+             "`extract=True` to get_file extracts once")
         after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
                   "# no rank reads while another extracts again")
     if again and cleaning:          # clean after every re-extraction, on local rank 0 first
