@@ -221,3 +221,16 @@ def test_pretrained_weights_are_fetched_on_local_rank0_first():
         assert "pretrained weights" in point(head + f"base = {call}\n" + tail, 9)["changes"][0]["message"]
     none = head + "base = tf.keras.applications.MobileNetV2(include_top=False, weights=None)\n" + tail
     assert "data_barrier" not in convert_text(none) and point(none, 9)["status"] == "nothing to change"
+
+
+def test_urlretrieve_into_its_own_temporary_file_is_not_a_shared_download():
+    # no filename: each process downloads into a temporary file of its own; only the
+    # extraction writes the shared folder, on local rank 0 first
+    text = ("import urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "zip_path, _ = urllib.request.urlretrieve('http://x/d.zip')\n"
+            "with zipfile.ZipFile(zip_path) as f:\n    f.extractall('data')\n"
+            "x = np.loadtxt('data/d.csv')\ny = x\n" + FIT_TAIL)
+    out = convert_text(text)
+    assert out.index("local_rank() != 0") < out.index("urlretrieve") < out.index("local_rank() == 0")
+    assert "if hvd.local_rank() == 0: f.extractall('data')" in out
+    assert point(text, 9)["status"] == "done"

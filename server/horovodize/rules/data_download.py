@@ -28,7 +28,9 @@ def is_download(ctx: RuleContext, call: N.Call) -> bool:
     (``requests.get(url).content``, ``urlopen(url).read()``, or a name bound to one)."""
     dotted = call.callee_dotted() or ""
     if dotted in NO_CACHE:
-        return True
+        # urlretrieve(url) with no filename writes a temporary file of its own per process
+        return not dotted.endswith("urlretrieve") or call.positional(1) is not None or \
+            call.keyword("filename") is not None
     if dotted != "open":
         return False
     mode = call.keyword("mode") or call.positional(1)
