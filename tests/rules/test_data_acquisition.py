@@ -234,3 +234,18 @@ def test_urlretrieve_into_its_own_temporary_file_is_not_a_shared_download():
     assert out.index("local_rank() != 0") < out.index("urlretrieve") < out.index("local_rank() == 0")
     assert "if hvd.local_rank() == 0: f.extractall('data')" in out
     assert point(text, 9)["status"] == "done"
+
+
+def test_a_constant_every_rank_reads_stays_out_of_the_download_block():
+    # `training_dir` is bound between the download and its extraction and read by every rank
+    # later: it stays on every rank, the runs around it go on local rank 0
+    text = ("import urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\ntraining_dir = 'data/'\n"
+            "zip_ref = zipfile.ZipFile('d.zip', 'r')\nzip_ref.extractall(training_dir)\nzip_ref.close()\n"
+            "x = np.loadtxt(training_dir + 'd.csv')\ny = x\n" + FIT_TAIL)
+    out = convert_text(text)
+    assert ("if hvd.local_rank() == 0:\n    urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+            "training_dir = 'data/'\nif hvd.local_rank() == 0:\n    zip_ref = zipfile.ZipFile('d.zip', 'r')\n"
+            "    zip_ref.extractall(training_dir)\n    zip_ref.close()\n"
+            "hvd.allreduce(tf.constant(0), name=\"data_barrier\")") in out
+    assert point(text, 9)["status"] == "done"

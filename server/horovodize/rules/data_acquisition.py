@@ -44,7 +44,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
-from .data_download import closes_after, download_block, http_get_before, is_download, read_later
+from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
 RULES = {
@@ -156,14 +156,6 @@ def local_rank0_blocks(ctx: RuleContext) -> list:
     return ctx.__dict__.get("_download_blocks", [])
 
 
-def _siblings(first, last) -> list:
-    out, cur = [first], first
-    while cur is not last and cur.get_next_sibling() is not None:
-        cur = cur.get_next_sibling()
-        out.append(cur)
-    return out
-
-
 def _plan(ctx: RuleContext) -> tuple[list, set]:
     """The findings and the calls taken onto local rank 0, worked out once per analysis."""
     plan = ctx.__dict__.get("_data_plan")
@@ -246,7 +238,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
     calls = [c for _u, cs, _k in group for c in cs]
     closes = closes_after(last)
     last = closes[-1] if closes else last
-    leak = read_later(ctx, first, last)
+    runs, leak = guarded_runs(ctx, first, last)
     if leak is not None:
         note(ctx, calls[0].node, f"not done: every rank downloads here again into the same file (no cache), and "
              f"`{leak[0]}`, bound with the download, is read by every rank (line {leak[1]}): download on "
@@ -258,8 +250,8 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
         edits.append(guard)
         taken.add(id(call.node))
         end = stmt
-    edits = download_block(ctx, first, last, end, reduce) + edits
-    ctx.__dict__.setdefault("_download_blocks", []).extend(_siblings(first, last))
+    edits = download_block(ctx, runs, end, reduce) + edits
+    ctx.__dict__.setdefault("_download_blocks", []).extend(s for run in runs for s in run)
     fix = Fix("Download on local rank 0 only, then a barrier", edits)
     for call in calls:
         kind = acquisition(ctx, call)

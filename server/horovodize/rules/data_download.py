@@ -5,8 +5,8 @@ have the other local ranks download into the same file at once, while one of the
 it. The download, and what opens, extracts and closes what it fetched, run on local rank 0
 only, in one ``if hvd.local_rank() == 0:`` block, then every rank joins one allreduce.
 
-Provides: ``is_download`` (a call that fetches with no cache), ``download_block`` (the
-block's edits, or why it cannot be made).
+Provides: ``is_download`` (a call that fetches with no cache), ``guarded_runs`` (what goes
+on local rank 0, or the name that keeps it from it), ``download_block`` (the edits).
 Requires: parse nodes, rules.base (``guard_lines``).
 """
 
@@ -115,28 +115,63 @@ def _defined(node) -> set:
     return names
 
 
-def read_later(ctx: RuleContext, first, last) -> tuple[str, int] | None:
-    """A name the statements `first`..`last` bind that code after them reads (every rank
-    runs that code, the other local ranks would skip the binding): (name, line) or None."""
-    siblings, cur = [first], first
+def _statements(first, last) -> list:
+    """The statements from `first` through its sibling `last` (layout tokens left out)."""
+    out, cur = [first], first
     while cur is not last and cur.get_next_sibling() is not None:
         cur = cur.get_next_sibling()
-        siblings.append(cur)
-    bound = set()
-    for s in siblings:
-        bound |= _defined(s)
-    if not bound:
-        return None
-    scope = N.func_scope_of(first) or ctx.source.module
+        if cur.type not in ("newline", "endmarker", "indent", "dedent"):
+            out.append(cur)
+    return out
+
+
+def _read_after(ctx: RuleContext, names: set, after, scope) -> tuple[str, int] | None:
     for n in N.walk(scope):
-        if n.type == "name" and n.value in bound and n.start_pos > last.end_pos and not n.is_definition():
+        if n.type == "name" and n.value in names and n.start_pos > after.end_pos and not n.is_definition():
             return n.value, n.start_pos[0]
     return None
 
 
-def download_block(ctx: RuleContext, first, last, end, barrier: str) -> list:
-    """``if hvd.local_rank() == 0:`` over `first`..`last` (one step right), then, after
-    `end` (`last` or the cleaning that follows it), the allreduce every rank joins once."""
-    edits = guard_lines(ctx, first, last, f"{ctx.hvd}.local_rank() == 0")
+def guarded_runs(ctx: RuleContext, first, last) -> tuple[list, tuple[str, int] | None]:
+    """The runs of statements `first`..`last` to put on local rank 0, and None; or ([], (name,
+    line)) where a name bound there is read by every rank and cannot stay out of the block.
+
+    A plain statement (no call) binding a name read after the block (``training_dir =
+    "data/"`` between the download and its extraction) stays out, on every rank: the runs
+    around it are guarded apart."""
+    stmts = _statements(first, last)
+    scope = N.func_scope_of(first) or ctx.source.module
+    bound = set()
+    for s in stmts:
+        bound |= _defined(s)
+    later = {n for n in bound if _read_after(ctx, {n}, last, scope) is not None}
+    keep = [s for s in stmts if _defined(s) & later]
+    for s in keep:
+        if s.type != "simple_stmt" or list(N.calls_in(s)):
+            return [], _read_after(ctx, _defined(s) & later, last, scope)
+    runs, run, inside = [], [], set()       # inside: names bound by the guarded statements so far
+    for s in stmts:
+        if any(s is k for k in keep):
+            read = {n.value for n in N.walk(s) if n.type == "name" and not n.is_definition()}
+            if read & inside:
+                return [], (sorted(read & inside)[0], s.start_pos[0])
+            if run:
+                runs.append(run)
+            run = []
+            continue
+        run.append(s)
+        inside |= _defined(s)
+    if run:
+        runs.append(run)
+    return runs, None
+
+
+def download_block(ctx: RuleContext, runs: list, end, barrier: str) -> list:
+    """``if hvd.local_rank() == 0:`` over each run of statements (one step right), then,
+    after `end` (the last statement or the cleaning that follows it), the allreduce every
+    rank joins once."""
+    edits = []
+    for run in runs:
+        edits += guard_lines(ctx, run[0], run[-1], f"{ctx.hvd}.local_rank() == 0")
     edits.append(ctx.insert_after_stmt(end, f"{barrier}  # the other local ranks wait for local rank 0's download"))
     return edits
