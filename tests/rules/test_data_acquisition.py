@@ -69,12 +69,40 @@ def test_no_wrapper_where_ranks_do_not_all_arrive():
 
 
 def test_file_system_if_is_wrapped_whole():
-    text = ("import os\nimport urllib.request\nimport numpy as np\nimport tensorflow as tf\n\n"
-            "if not os.path.exists('d.csv'):\n    urllib.request.urlretrieve('http://x/d.csv', 'd.csv')\n"
+    text = ("import os\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "if not os.path.exists('d.csv'):\n    tf.keras.utils.get_file('d.csv', 'http://x/d.csv')\n"
             "x = np.loadtxt('d.csv')\ny = x\n" + FIT_TAIL)
     out = convert_text(text)
     # the `if` is inside the wrapper: a rank that finds the file already there still joins the allreduce
     assert out.index('name="data_barrier"') < out.index("if not os.path.exists") < out.index("local_rank() == 0")
+
+
+DOWNLOAD = ("import os\nimport urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "if not os.path.exists('d.zip'):\n    urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+            "zip_ref = zipfile.ZipFile('d.zip', 'r')\nzip_ref.extractall('d')\nzip_ref.close()\n"
+            "x = np.loadtxt('d/d.csv')\ny = x\n")
+
+
+def test_download_without_cache_runs_on_local_rank0_only():
+    # urlretrieve has no cache: the others must not download again after local rank 0, so
+    # the download, the ZipFile it opens, the extraction and the close are one local-rank-0 block
+    out = convert_text(DOWNLOAD + FIT_TAIL)
+    block = ("if hvd.local_rank() == 0:\n    if not os.path.exists('d.zip'):\n"
+             "        urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+             "    zip_ref = zipfile.ZipFile('d.zip', 'r')\n    zip_ref.extractall('d')\n    zip_ref.close()\n"
+             "hvd.allreduce(tf.constant(0), name=\"data_barrier\")")
+    assert block in out and out.count("data_barrier") == 1 and "local_rank() != 0" not in out
+    p = point(DOWNLOAD + FIT_TAIL, 9)
+    assert p["status"] == "done" and "no cache" in p["changes"][0]["message"]
+    assert "this host's cache" not in out
+
+
+def test_download_whose_binding_every_rank_reads_is_not_done():
+    # `zip_ref` is read after the block by every rank: the others would skip its binding
+    text = DOWNLOAD.replace("zip_ref.close()\n", "") + "print(zip_ref.namelist())\n" + FIT_TAIL
+    p = point(text, 9)
+    assert p["status"] == "not done" and "`zip_ref`" in p["notes"][0]["note"]
+    assert "data_barrier" not in convert_text(text)
 
 
 def test_epochs_rounded_up_and_one_epoch_left_alone():
@@ -168,3 +196,56 @@ def test_checkpoint_interval_in_epochs_follows_the_divided_epochs():
     # once per epoch: nothing to keep consistent
     p = point(CHECKPOINTED.format(freq="'epoch'"), 5)
     assert p["status"] == "done" and not p["notes"]
+
+
+def test_http_body_written_to_file_is_a_download_and_a_decoded_reply_is_not():
+    body = ("import requests\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "r = requests.get('http://x/d.npz')\nwith open('d.npz', 'wb') as f:\n    f.write(r.content)\n"
+            "x = np.load('d.npz')['x']\ny = x\n" + FIT_TAIL)
+    out = convert_text(body)
+    assert ("if hvd.local_rank() == 0:\n    r = requests.get('http://x/d.npz')\n    with open('d.npz', 'wb') as f:\n"
+            "        f.write(r.content)\nhvd.allreduce(tf.constant(0), name=\"data_barrier\")") in out
+    assert "hvd.rank() == 0" not in out.split("data_barrier")[0]      # not HVD032's rank-0 guard as well
+    reply = body.replace("r.content", "json.dumps(r.json())").replace("'wb'", "'w'")
+    out = convert_text("import json\n" + reply)
+    assert "data_barrier" not in out and "if hvd.rank() == 0:\n    with open('d.npz', 'w')" in out
+
+
+def test_pretrained_weights_are_fetched_on_local_rank0_first():
+    head = "import numpy as np\nimport tensorflow as tf\n\nx = np.zeros((8, 32, 32, 3))\ny = np.zeros((8,))\n"
+    tail = FIT_TAIL.replace("[tf.keras.layers.Dense(1)]", "[base, tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)]")
+    for call in ("tf.keras.applications.MobileNetV2(include_top=False, weights='imagenet')",
+                 "tf.keras.applications.resnet50.ResNet50(include_top=False)"):       # weights='imagenet' by default
+        out = convert_text(head + f"base = {call}\n" + tail)
+        assert out.index("local_rank() != 0") < out.index(call) < out.index("local_rank() == 0"), call
+        assert "pretrained weights" in point(head + f"base = {call}\n" + tail, 9)["changes"][0]["message"]
+    none = head + "base = tf.keras.applications.MobileNetV2(include_top=False, weights=None)\n" + tail
+    assert "data_barrier" not in convert_text(none) and point(none, 9)["status"] == "nothing to change"
+
+
+def test_urlretrieve_into_its_own_temporary_file_is_not_a_shared_download():
+    # no filename: each process downloads into a temporary file of its own; only the
+    # extraction writes the shared folder, on local rank 0 first
+    text = ("import urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "zip_path, _ = urllib.request.urlretrieve('http://x/d.zip')\n"
+            "with zipfile.ZipFile(zip_path) as f:\n    f.extractall('data')\n"
+            "x = np.loadtxt('data/d.csv')\ny = x\n" + FIT_TAIL)
+    out = convert_text(text)
+    assert out.index("local_rank() != 0") < out.index("urlretrieve") < out.index("local_rank() == 0")
+    assert "if hvd.local_rank() == 0: f.extractall('data')" in out
+    assert point(text, 9)["status"] == "done"
+
+
+def test_a_constant_every_rank_reads_stays_out_of_the_download_block():
+    # `training_dir` is bound between the download and its extraction and read by every rank
+    # later: it stays on every rank, the runs around it go on local rank 0
+    text = ("import urllib.request\nimport zipfile\nimport numpy as np\nimport tensorflow as tf\n\n"
+            "urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\ntraining_dir = 'data/'\n"
+            "zip_ref = zipfile.ZipFile('d.zip', 'r')\nzip_ref.extractall(training_dir)\nzip_ref.close()\n"
+            "x = np.loadtxt(training_dir + 'd.csv')\ny = x\n" + FIT_TAIL)
+    out = convert_text(text)
+    assert ("if hvd.local_rank() == 0:\n    urllib.request.urlretrieve('http://x/d.zip', 'd.zip')\n"
+            "training_dir = 'data/'\nif hvd.local_rank() == 0:\n    zip_ref = zipfile.ZipFile('d.zip', 'r')\n"
+            "    zip_ref.extractall(training_dir)\n    zip_ref.close()\n"
+            "hvd.allreduce(tf.constant(0), name=\"data_barrier\")") in out
+    assert point(text, 9)["status"] == "done"

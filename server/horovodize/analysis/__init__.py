@@ -6,7 +6,7 @@ built with `roles`, `bindings`, `creations`, `callables`), the Horovod facts of 
 that already uses Horovod (`hvd_facts`, `hvd_reach`), the training-loop summary (`loop`,
 with TF1 sessions in `session` and the tapes that train in `gradflow`), the Keras 3 and
 ``tf.distribute`` facts (`keras3`, `strategy`), TensorFlow 1 API the pinned TF 2.15 lacks
-(`tf1_api`), the conditions that are the same on every
+(`tf1_api`), a Keras 3 archive layout read on Keras 2 (`keras_layout`), the conditions that are the same on every
 rank (`uniform`), what calls do outside the program
 (`effects`: write, read, print, display, collective; asked through ``HvdFacts.effects``),
 and the restriction checks (`restrictions`:

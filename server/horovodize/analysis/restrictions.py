@@ -52,6 +52,7 @@ from .loop import ESTIMATOR, FIT, SESSION, TAPE, Summary
 from .roles import LIBRARIES, ROLE_RULES, SETUP, Problem
 from .strategy import strategy_problems
 from .tf1_api import tf1_api_problems
+from .keras_layout import keras_layout_problems
 from .uniform import uniform_conditions
 
 TAPE_RULES = ("HVD020", "HVD021")
@@ -74,6 +75,7 @@ def check(env: Env, summary: Summary) -> list[Problem]:
         problems += fn(env, summary)
     problems += strategy_problems(env)          # HVD092: a tf.distribute program gets no edit
     problems += tf1_api_problems(env)           # HVD093: TF1 API the pinned TF 2.15 lacks
+    problems += keras_layout_problems(env)      # HVD094: a Keras 3 archive layout read on Keras 2
     _expand_sites(env, problems)
     _whole_loop(env, problems)
     for p in problems:

@@ -52,7 +52,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
                  if f.code in point_codes and f not in sites and has_loop and not refused]
         left += hints
         notes = [{"line": line, "note": text} for point, line, text in analysis.notes if point == number]
-        stack = [r for r in analysis.refusal_reasons() if r[0] in ("HVD090", "HVD093")] if number == 11 else []
+        stack = [r for r in analysis.refusal_reasons() if r[0] in ("HVD090", "HVD093", "HVD094")] if number == 11 else []
         if refused and stack:
             status, why = "blocked", "; ".join(f"line {line}: {m}" for _, line, m in stack)
         elif refused:

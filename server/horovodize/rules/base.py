@@ -268,6 +268,36 @@ def under_rank0_guard(node, ctx: RuleContext) -> bool:
     return False
 
 
+def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
+    """``if <condition>:`` above a statement (through the sibling `last`), which moves one
+    step right.
+
+    Lines inside a multi-line string keep their text (their indentation is data)."""
+    src = ctx.source
+    unit = src.indent_unit
+    start = src.line_start(src.offset(stmt.start_pos))
+    end = ctx.stmt_end(last if last is not None else stmt)
+    indent = src.indent_of(stmt)
+    inside_strings = []
+    siblings = [stmt]
+    while last is not None and siblings[-1] is not last and siblings[-1].get_next_sibling() is not None:
+        siblings.append(siblings[-1].get_next_sibling())
+    for leaf in (n for sib in siblings for n in N.walk(sib)):
+        if leaf.type in ("string", "fstring") and leaf.start_pos[0] != leaf.end_pos[0]:
+            inside_strings.append((src.offset(leaf.start_pos), src.offset(leaf.end_pos)))
+    edits = [Edit(start, start, f"{indent}if {condition}:{ctx.nl}")]
+    pos = start
+    while pos < end:
+        eol = src.line_end(pos)
+        line = src.text[pos:eol]
+        if line.strip() and not any(a < pos < b for a, b in inside_strings):
+            edits.append(Edit(pos, pos, unit))
+        if eol <= pos:
+            break
+        pos = eol
+    return edits
+
+
 def finding(ctx: RuleContext, code: str, node, message: str, fix: Fix | None, **kw) -> Finding:
     start, end = ctx.source.span(node)
     return Finding(code, start, end, message, SEVERITY_RULE, fix, **kw)

@@ -5,8 +5,14 @@ extraction never run on several ranks at once into the same path.
   path, Horovod's own idiom: ``load_data(path="mnist-%d.npz" % hvd.rank())``.
 * A folder every rank makes (``os.makedirs``/``os.mkdir``) is HVD032's (``exist_ok=True``),
   whether it holds data or outputs.
+* A download with no cache (``urlretrieve``, ``wget.download``, ``gdown.download``, an HTTP
+  body written to a file: `data_download`) runs on local rank 0 only, with what opens,
+  extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
+  allreduce on every rank (the others fetching again would write the same file).
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
-  ``tfds.load``, ``download_and_prepare``, ``gdown``, ``urlretrieve``, ``extractall``,
+  ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
+  ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
+  a URL, ``extractall``,
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
@@ -25,7 +31,8 @@ extraction never run on several ranks at once into the same path.
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
 (a rank must not skip the allreduce because local rank 0 already made the file exist).
 
-Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves).
+Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves),
+``local_rank0_blocks`` (the statements of the download blocks, which HVD032/HVD033 leave).
 Requires: env (aliases, callers), facts (rank guards, init, effects), loop summary (what trains).
 """
 
@@ -37,6 +44,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
 RULES = {
@@ -55,7 +63,12 @@ EXTRACT_DOTTED = {"shutil.unpack_archive"}
 CLEAN = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"}
 TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
 NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
-         "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt")
+         "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt", "open")
+# Implicit downloads into the host's cache: a Keras application's ImageNet weights
+# (``weights="imagenet"``, the default) through get_file into ~/.keras/models, a TF Hub
+# handle into the hub cache; a second call finds the file there.
+APPLICATION = re.compile(r"^(?:tensorflow\.)?keras\.applications(?:\.\w+)*\.[A-Z]\w*$")
+HUB = {"tensorflow_hub.KerasLayer", "tensorflow_hub.load", "tensorflow_hub.Module"}
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
 
@@ -79,17 +92,33 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         if path is not None and path.value.type not in ("string", "strings"):
             return None                    # a path the program computes (``% os.getpid()``): its own choice
         return "fetch"
+    if APPLICATION.match(q):
+        weights = call.keyword("weights")
+        if weights is None:
+            return "fetch"             # weights="imagenet" by default
+        value = weights.value
+        if value.type == "keyword" and value.value == "None" or \
+                value.type == "string" and "imagenet" not in value.value:
+            return None                # no weights, or the user's own file
+        return "fetch"
+    if q in HUB or dotted in HUB or _hub_alias(ctx, dotted):
+        handle = call.keyword("handle") or call.positional(0)
+        if handle is not None and re.match(r"""^[rbuRBU]*['"]https?://""", handle.value.get_code(include_prefix=False)):
+            return "fetch"
+        return None
     if name == "get_file" and "keras" in q:
         extract = call.keyword("extract")
         untar = call.keyword("untar")
         if any(k is not None and k.value.get_code(include_prefix=False) != "False" for k in (extract, untar)):
             return "extract"
         return "fetch"
+    if dotted == "open":              # an HTTP response body written to a file
+        return "download" if is_download(ctx, call) else None
     if dotted in FETCH_DOTTED:
         download = call.keyword("download")
         if download is not None and download.value.get_code(include_prefix=False) == "False":
             return None
-        return "fetch"
+        return "download" if is_download(ctx, call) else "fetch"
     if call.method == "download_and_prepare":
         return "fetch"
     if call.method == "extractall" or dotted in EXTRACT_DOTTED:
@@ -102,6 +131,13 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
     return None
 
 
+def _hub_alias(ctx: RuleContext, dotted: str) -> bool:
+    """``hub.KerasLayer``/``hub.load`` where ``hub`` is ``import tensorflow_hub as hub``."""
+    root, _, attr = dotted.partition(".")
+    return attr in ("KerasLayer", "load", "Module") and re.search(
+        rf"^\s*import\s+tensorflow_hub\s+as\s+{re.escape(root)}\b", ctx.source.text, re.M) is not None
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from _plan(ctx)[0]
 
@@ -111,6 +147,13 @@ def local_rank0_only(ctx: RuleContext) -> set[int]:
     the cleaning of the data folder (``shutil.rmtree``, ``os.remove``...) it took in. Other
     rules leave them alone (a global-rank-0 guard would leave other hosts' data uncleaned)."""
     return _plan(ctx)[1]
+
+
+def local_rank0_blocks(ctx: RuleContext) -> list:
+    """The statements HVD044 puts in a local-rank-0-only download block: other rules leave
+    what they hold alone (the file written there is the download, not a side effect)."""
+    _plan(ctx)
+    return ctx.__dict__.get("_download_blocks", [])
 
 
 def _plan(ctx: RuleContext) -> tuple[list, set]:
@@ -126,7 +169,8 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     if ctx.env.tf_alias() is None and ctx.facts.uses_horovod:
         return                        # no tensorflow name to build the allreduce with
     wrapped: list = []                # (unit, call, kind) for the local-rank-0-first wrapper
-    for name in NAMES:
+    models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()]   # Keras applications, hub.KerasLayer
+    for name in (*NAMES, *models):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
             if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
@@ -169,49 +213,105 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
     tf = ctx.env.tf_alias() or tf_name(ctx)
     reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
-    for group in groups:
-        first, last = group[0][0], group[-1][0]
-        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in group):
+    for whole in groups:
+        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in whole):
             continue
-        edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
-        calls = [c for _u, cs, _k in group for c in cs]
-        for call in calls:
-            if acquisition(ctx, call) != "extract":
-                continue
-            own = _extract_on_local_rank0(ctx, call)
-            if own is None:
-                again = True
-            else:
-                edits += own
-        cleaning = _cleaning_after(ctx, last)
-        unit_last = last
-        for stmt, call, guard in cleaning:
-            edits.append(guard)
-            taken.add(id(call.node))
-            last = stmt
-        before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
-        after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
-        if again:
-            note(ctx, calls[0].node, "done, but ranks > 0 extract the archive again after local rank 0 "
-                 "(`get_file(untar=True)`, a computed `extract=`, or an extraction sharing its line): every "
-                 "extraction ends before the data is cleaned or read, but with more than 2 ranks a host they "
-                 "write the same files at once; `extract=True` to get_file extracts once")
-            after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
-                      "# no rank reads while another extracts again")
-        if again and cleaning:          # clean after every re-extraction, on local rank 0 first
-            cleaned = f'{hvd}.allreduce({tf}.constant(0), name="data_cleaned")'
-            after += (f"\nif {hvd}.local_rank() != 0:\n{unit_indent}{cleaned}  "
-                      "# local rank 0 cleans the data folder first")
-            edits = ([ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(unit_last, after)] + edits
-                     + [ctx.insert_after_stmt(last, f"if {hvd}.local_rank() == 0:\n{unit_indent}{cleaned}  "
-                                              "# then the others read it")])
+        downloads = [i for i, u in enumerate(whole) if "download" in u[2]]
+        if not downloads:
+            yield from _cache_group(ctx, whole, taken, reduce)
+            continue
+        # the downloads, and what extracts what they fetched, on local rank 0 only; the
+        # cache fetches after them keep local rank 0 first, then the others
+        cut = max(downloads) + 1
+        while cut < len(whole) and whole[cut][2] <= {"extract"}:
+            cut += 1
+        yield from _download_group(ctx, whole[:cut], taken, reduce, last_group=cut == len(whole))
+        if cut < len(whole):
+            yield from _cache_group(ctx, whole[cut:], taken, reduce)
+
+
+def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last_group: bool) -> Iterator[Finding]:
+    """One ``if hvd.local_rank() == 0:`` block over the units (and the ``close()`` of what
+    they opened), then one allreduce on every rank (`data_download`)."""
+    first, last = group[0][0], group[-1][0]
+    first = http_get_before(ctx, first) or first
+    calls = [c for _u, cs, _k in group for c in cs]
+    closes = closes_after(last)
+    last = closes[-1] if closes else last
+    runs, leak = guarded_runs(ctx, first, last)
+    if leak is not None:
+        note(ctx, calls[0].node, f"not done: every rank downloads here again into the same file (no cache), and "
+             f"`{leak[0]}`, bound with the download, is read by every rank (line {leak[1]}): download on "
+             "local rank 0 only and give the others the same value, then a barrier")
+        return
+    cleaning = _cleaning_after(ctx, last) if last_group else []
+    edits, end = [], last
+    for stmt, call, guard in cleaning:
+        edits.append(guard)
+        taken.add(id(call.node))
+        end = stmt
+    edits = download_block(ctx, runs, end, reduce) + edits
+    ctx.__dict__.setdefault("_download_blocks", []).extend(s for run in runs for s in run)
+    fix = Fix("Download on local rank 0 only, then a barrier", edits)
+    for call in calls:
+        kind = acquisition(ctx, call)
+        why = {"download": "every rank downloads again into the same file (no cache)",
+               "extract": "every rank extracts what was downloaded into the same folder at once"}.get(
+            kind, "every rank fetches the data into the same path at once")
+        yield finding(ctx, "HVD044", call.node, why, fix)
+    for _stmt, call, _guard in cleaning:
+        yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+
+
+def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iterator[Finding]:
+    """Local rank 0 first, then the others find the data in this host's cache."""
+    hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
+    tf = ctx.env.tf_alias() or tf_name(ctx)
+    first, last = group[0][0], group[-1][0]
+    edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
+    calls = [c for _u, cs, _k in group for c in cs]
+    for call in calls:
+        if acquisition(ctx, call) != "extract":
+            continue
+        own = _extract_on_local_rank0(ctx, call)
+        if own is None:
+            again = True
         else:
-            edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
-        fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
-        for call in calls:
-            yield finding(ctx, "HVD044", call.node, "every rank fetches the data into the same path at once", fix)
-        for _stmt, call, _guard in cleaning:
-            yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+            edits += own
+    cleaning = _cleaning_after(ctx, last)
+    unit_last = last
+    for stmt, call, guard in cleaning:
+        edits.append(guard)
+        taken.add(id(call.node))
+        last = stmt
+    before = f"if {hvd}.local_rank() != 0:\n{unit_indent}{reduce}  # local rank 0 fetches the data first"
+    after = f"if {hvd}.local_rank() == 0:\n{unit_indent}{reduce}  # then the others find it in this host's cache"
+    if again:
+        note(ctx, calls[0].node, "done, but ranks > 0 extract the archive again after local rank 0 "
+             "(`get_file(untar=True)`: Keras 2.15 extracts again whenever the folder named after fname is "
+             "missing, i.e. unless the archive's top folder has that name; or a computed `extract=`, or an "
+             "extraction sharing its line): every extraction ends before the data is cleaned or read, but "
+             "with more than 2 ranks on a host they write the same files at once (the same contents); "
+             "`extract=True` to get_file extracts once")
+        after += (f'\n{hvd}.allreduce({tf}.constant(0), name="data_extracted")  '
+                  "# no rank reads while another extracts again")
+    if again and cleaning:          # clean after every re-extraction, on local rank 0 first
+        cleaned = f'{hvd}.allreduce({tf}.constant(0), name="data_cleaned")'
+        after += (f"\nif {hvd}.local_rank() != 0:\n{unit_indent}{cleaned}  "
+                  "# local rank 0 cleans the data folder first")
+        edits = ([ctx.insert_before_stmt(first, before), ctx.insert_after_stmt(unit_last, after)] + edits
+                 + [ctx.insert_after_stmt(last, f"if {hvd}.local_rank() == 0:\n{unit_indent}{cleaned}  "
+                                          "# then the others read it")])
+    else:
+        edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
+    fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
+    for call in calls:
+        q = ctx.env.callee_qualname(call) or ""
+        why = ("every rank downloads the pretrained weights into this host's cache at once"
+               if APPLICATION.match(q) or q in HUB or _hub_alias(ctx, call.callee_dotted() or "") else "every rank fetches the data into the same path at once")
+        yield finding(ctx, "HVD044", call.node, why, fix)
+    for _stmt, call, _guard in cleaning:
+        yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
 
 
 def _extract_on_local_rank0(ctx: RuleContext, call: N.Call) -> list | None:

@@ -31,8 +31,8 @@ from typing import Iterator
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
-from .data_acquisition import local_rank0_only
+from .base import Finding, Fix, RuleContext, finding, guard_lines, mentions_hvd, under_rank0_guard
+from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
@@ -159,8 +159,9 @@ READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "re
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    blocks = list(_write_blocks(ctx))
-    inside_block = [b for b, _ in blocks]
+    downloads = local_rank0_blocks(ctx)   # HVD044's downloads, on local rank 0 only
+    blocks = [b for b in _write_blocks(ctx) if not any(N.inside(b[0], d) for d in downloads)]
+    inside_block = [b for b, _ in blocks] + downloads
     displays, shown_regions = display_sites(ctx, statement, guard_block)   # plt.show, display loops (HVD030)
     inside_block += shown_regions
     names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
@@ -174,6 +175,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         stmt = statement(call)
         if stmt is None or (code in ("HVD030", "HVD032") and stmt is not call.node):
             continue  # `ta = ta.write(i, v)` is a value (TensorArray), not a side effect
+        if any(N.inside(stmt, d) for d in downloads):
+            continue
         if code != "HVD030":
             _note_write(ctx, call, writes)
         if any(N.inside(stmt, b) for b in inside_block) or in_writing_callback(ctx, call):
@@ -289,32 +292,8 @@ def _apart(stmt) -> bool:
 
 def guard_block(ctx: RuleContext, stmt, last=None) -> list[Edit]:
     """``if hvd.rank() == 0:`` above a statement (through the sibling `last`), which moves one
-    step right.
-
-    Lines inside a multi-line string keep their text (their indentation is data)."""
-    src = ctx.source
-    unit = src.indent_unit
-    start = src.line_start(src.offset(stmt.start_pos))
-    end = ctx.stmt_end(last if last is not None else stmt)
-    indent = src.indent_of(stmt)
-    inside_strings = []
-    siblings = [stmt]
-    while last is not None and siblings[-1] is not last and siblings[-1].get_next_sibling() is not None:
-        siblings.append(siblings[-1].get_next_sibling())
-    for leaf in (n for sib in siblings for n in N.walk(sib)):
-        if leaf.type in ("string", "fstring") and leaf.start_pos[0] != leaf.end_pos[0]:
-            inside_strings.append((src.offset(leaf.start_pos), src.offset(leaf.end_pos)))
-    edits = [Edit(start, start, f"{indent}if {ctx.hvd}.rank() == 0:{ctx.nl}")]
-    pos = start
-    while pos < end:
-        eol = src.line_end(pos)
-        line = src.text[pos:eol]
-        if line.strip() and not any(a < pos < b for a, b in inside_strings):
-            edits.append(Edit(pos, pos, unit))
-        if eol <= pos:
-            break
-        pos = eol
-    return edits
+    step right (`base.guard_lines`)."""
+    return guard_lines(ctx, stmt, last, f"{ctx.hvd}.rank() == 0")
 
 
 def _note_write(ctx: RuleContext, call: N.Call, writes: list) -> None:

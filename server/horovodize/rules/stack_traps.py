@@ -20,10 +20,16 @@ Warnings; HVD090 and HVD091 carry the fix the conversion applies.
   `analysis.tf1_api` makes it a fact that blocks every rule, the message says to run
   tf_upgrade_v2 (or use ``tf.compat.v1``) / load MNIST from ``tf.keras.datasets``.
 
+* HVD094 — a Keras 3 archive layout read after Keras 2's ``get_file`` (``os.path.join(
+  os.path.dirname(get_file(fname, untar=True)), fname)``): Keras 2.15 extracts into the
+  cache folder itself, so the folder read does not exist on the pinned stack;
+  `analysis.keras_layout` makes it a fact that blocks every rule, the message gives the
+  Keras 2 path.
+
 These run after the rules (the engine calls `merged` once all findings are known), so a
 warning survives a conversion that is refused as a whole.
 
-Requires: env, loop, restrictions (`Problem`), keras3, callables.
+Requires: env, loop, restrictions (`Problem`), keras3, keras_layout, callables.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ..analysis.callables import callee_name
 from ..analysis.keras3 import KERAS3_ROOTS, keras3_blockers, keras3_imports
 from ..analysis.loop import FIT, LOOP_CODES, TAPE
 from ..analysis.strategy import STRATEGY_METHODS, strategy_message, strategy_uses
+from ..analysis.keras_layout import keras_layout_messages
 from ..analysis.tf1_api import tf1_api_messages
 from ..parse import nodes as N
 from ..parse.source import Edit
@@ -45,6 +52,7 @@ RULES = {
     "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
     "HVD093": ("tf1-api-on-tf2", "TensorFlow 1 API the pinned TensorFlow 2.15 lacks: no Horovod edit until it is upgraded"),
+    "HVD094": ("keras3-archive-layout", "Keras 3 get_file archive layout read on Keras 2 (TF 2.15): no Horovod edit until the path is the Keras 2 one"),
 }
 WARNINGS = tuple(RULES)
 
@@ -53,6 +61,7 @@ def diagnostics(ctx: RuleContext, converting: bool = True) -> list[Finding]:
     """Every stack-trap warning of the file (HVD090–HVD092); with `converting` (the
     conversion is not refused) HVD090 and HVD091 carry their fixes."""
     out = list(_strategy(ctx)) + list(_keras3(ctx, converting)) + list(_xla(ctx, converting)) + list(_tf1_api(ctx))
+    out += [_warn(ctx, "HVD094", node, message, related) for node, message, related in keras_layout_messages(ctx.env)]
     return out
 
 
