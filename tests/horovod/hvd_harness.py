@@ -154,7 +154,8 @@ def single_run(program: Path, workdir: Path, env: dict, timeout: float = RUN_TIM
     added: rank 0's report (the reference the 2-rank run is held to)."""
     py, _ = require_hvd_env()
     report_dir = workdir / "reports"
-    report_dir.mkdir(parents=True)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (workdir / "out").mkdir(exist_ok=True)
     proc = subprocess.run([str(py), str(program)], cwd=workdir, env=run_env(report_dir, workdir / "out", env),
                           capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import math
-import os
 import subprocess
 import threading
 import zipfile
@@ -29,7 +27,6 @@ import pytest
 pytestmark = [pytest.mark.horovod, pytest.mark.timeout(300)]
 SIZE = 2
 TIMEOUT = 120
-AUDIT = Path(__file__).resolve().parent / "audit"
 PROGRAM = "da_urlretrieve_zip.py"
 
 
@@ -81,7 +78,7 @@ def test_urlretrieve_downloaded_once_per_host(hvd_env, horovodize_exe, tmp_path)
     try:
         env = {"HVD_DATA_URL": server.url("features.zip")}
         program = H.PROGRAMS / PROGRAM
-        single = _single_process(program, tmp_path / "single", env)
+        single = H.single_run(program, tmp_path / "single", env)
         converted = H.convert(program, tmp_path / PROGRAM)
         text = converted.read_text()
         assert "if hvd.local_rank() == 0:\n    urllib.request.urlretrieve(URL, file_name)" in text, text
@@ -114,28 +111,7 @@ def test_urlretrieve_downloaded_once_per_host(hvd_env, horovodize_exe, tmp_path)
     assert not bad, "\n".join(bad) + f"\nconverted program: {converted}\n--- output tail ---\n{run.tail()}"
 
 
-def _single_process(program: Path, workdir: Path, env: dict) -> dict:
-    """The unconverted program in one plain process: the reference step count."""
-    py, _ = H.require_hvd_env()
-    report_dir = workdir / "reports"
-    report_dir.mkdir(parents=True)
-    proc = subprocess.run([str(py), str(program)], cwd=workdir, env=H.run_env(report_dir, workdir / "out", env),
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads((report_dir / "report-0.json").read_text())
-
-
 def _run(script, workdir, env: dict):
     """horovodrun under the audit hook; (run, rank -> {(file written in `workdir`, when)})."""
-    audit_dir = workdir / "audit"
-    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{H.PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir), **env}
-    run = H.horovodrun(script, workdir, np=SIZE, timeout=TIMEOUT, env=env)
-    written: dict = {r: set() for r in range(SIZE)}
-    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
-        rank = int(path.stem.split("-")[1])
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            p = Path(e["path"])
-            if e["event"] == "write" and workdir in p.parents:
-                written.setdefault(rank, set()).add((str(p.relative_to(workdir)), e["t"]))
-    return run, written
+    run, events = H.audited_run(script, workdir, env, np=SIZE, timeout=TIMEOUT)
+    return run, {r: {(p, t) for e, p, t in events.get(r, ()) if e == "write"} for r in range(SIZE)}

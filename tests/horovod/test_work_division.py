@@ -18,9 +18,7 @@ Set HOROVODIZE_RUN_TABLE=path.jsonl to record one row per run.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +28,6 @@ import pytest
 
 pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
 SIZE = 2
-AUDIT = Path(__file__).resolve().parent / "audit"
 TIMEOUT = 180
 
 
@@ -58,30 +55,14 @@ SPECS = [
 
 def single_process(program: Path, workdir: Path) -> dict:
     """The unconverted program in one plain process: the reference report."""
-    py, _ = H.require_hvd_env()
-    report_dir, out_dir = workdir / "reports", workdir / "out"
-    report_dir.mkdir(parents=True, exist_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([str(py), str(program)], cwd=workdir, env=H.run_env(report_dir, out_dir),
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads((report_dir / "report-0.json").read_text())
+    return H.single_run(program, workdir, {}, TIMEOUT)
 
 
 def audited_run(script: Path, workdir: Path) -> tuple[H.RankRun, dict]:
     """horovodrun with the audit hook; returns the run and rank -> files written (in `workdir`)."""
-    audit_dir = workdir / "audit"
-    env = {"PYTHONPATH": f"{AUDIT}{os.pathsep}{H.PROGRAMS}", "HVD_AUDIT_DIR": str(audit_dir)}
-    run = H.horovodrun(script, workdir, np=SIZE, timeout=TIMEOUT, env=env)
-    written: dict = {r: set() for r in range(SIZE)}
-    for path in sorted(audit_dir.glob("audit-*.jsonl")) if audit_dir.exists() else []:
-        rank = int(path.stem.split("-")[1])
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            p = Path(e["path"])
-            if e["event"] == "write" and workdir in p.parents and "reports" not in p.parts:
-                written.setdefault(rank, set()).add(str(p.relative_to(workdir)))
-    return run, written
+    run, events = H.audited_run(script, workdir, {}, np=SIZE, timeout=TIMEOUT)
+    return run, {r: {p for e, p, _ in events.get(r, ()) if e == "write" and not p.startswith("reports/")}
+                 for r in range(SIZE)}
 
 
 def checks(spec: Spec, run: H.RankRun, written: dict, single: dict, workdir: Path) -> list[str]:

@@ -301,3 +301,11 @@ def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
 def finding(ctx: RuleContext, code: str, node, message: str, fix: Fix | None, **kw) -> Finding:
     start, end = ctx.source.span(node)
     return Finding(code, start, end, message, SEVERITY_RULE, fix, **kw)
+
+
+def report_note(ctx: RuleContext, point: int, node, text: str) -> None:
+    """A remark for the conversion report under contract point `point`, at `node`'s line
+    (once per line and text): what a rule left undone, or did with a caveat."""
+    notes = ctx.__dict__.setdefault("notes", [])
+    if (point, node.start_pos[0], text) not in notes:
+        notes.append((point, node.start_pos[0], text))

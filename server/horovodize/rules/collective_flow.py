@@ -33,7 +33,7 @@ from typing import Iterator
 
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, Related, finding, under_rank0_guard
+from .base import Finding, Fix, Related, RuleContext, finding, report_note, under_rank0_guard
 
 RULES = {"HVD080": ("per-rank-loop-exit", "Decide on the average over ranks")}
 # Method calls whose result is this rank's own (data, environment, metric state).
@@ -94,12 +94,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 def _note(ctx: RuleContext, test) -> None:
     """A per-rank test this rule cannot rewrite (a flag, not a comparison): the report says
     point 10 is not done, and why."""
-    line = test.start_pos[0]
-    text = (f"`{ctx.source.code(test)}` differs between ranks and is not a comparison: make the decision "
-            f"collective by hand (e.g. `{ctx.hvd}.broadcast_object(flag, root_rank=0)` of rank 0's flag)")
-    notes = ctx.__dict__.setdefault("notes", [])
-    if (10, line, text) not in notes:
-        notes.append((10, line, text))
+    report_note(ctx, 10, test, f"`{ctx.source.code(test)}` differs between ranks and is not a comparison: make the "
+                f"decision collective by hand (e.g. `{ctx.hvd}.broadcast_object(flag, root_rank=0)` of rank 0's flag)")
 
 
 def _around_collectives(ctx: RuleContext):

@@ -43,7 +43,7 @@ from typing import Iterator
 
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note, under_rank0_guard
 from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
@@ -210,7 +210,7 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
             groups[-1].append(u)
         else:
             groups.append([u])
-    hvd, unit_indent = ctx.hvd, ctx.source.indent_unit
+    hvd = ctx.hvd
     tf = ctx.env.tf_alias() or tf_name(ctx)
     reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
     for whole in groups:
@@ -507,6 +507,4 @@ def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
 
 def note(ctx: RuleContext, node, text: str) -> None:
     """A contract-point-9 remark for the conversion report."""
-    notes = ctx.__dict__.setdefault("notes", [])
-    if (9, node.start_pos[0], text) not in notes:
-        notes.append((9, node.start_pos[0], text))
+    report_note(ctx, 9, node, text)

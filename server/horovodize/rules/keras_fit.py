@@ -20,7 +20,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note, under_rank0_guard
 from .keras_target import METRIC_AVERAGE, metric_average_class
 from .setup_imports import after_setup, tf_name
 
@@ -99,11 +99,8 @@ def _unpacked(ctx: RuleContext, call: N.Call) -> None:
     text = (f"`{what}(...)` takes its arguments unpacked (`*`/`**`), which the conversion does not edit: add "
             f"{ctx.hvd}.callbacks.BroadcastGlobalVariablesCallback(0) first in its callbacks and verbose=0 on "
             "ranks other than 0, or pass callbacks= and verbose= by name")
-    notes = ctx.__dict__.setdefault("notes", [])
-    line = call.node.start_pos[0]
     for point in (2, 6, 7):
-        if (point, line, text) not in notes:
-            notes.append((point, line, text))
+        report_note(ctx, point, call.node, text)
 
 
 def _steering_verbose(ctx: RuleContext) -> Iterator[Finding]:

@@ -21,7 +21,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from . import data_shard, step_loops, work_division
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .work_division import divide
 
 RULES = {"HVD047": ("divide-schedule-steps", "Divide the schedule's step counts by hvd.size()")}
@@ -75,9 +75,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 def note(ctx: RuleContext, node, text: str) -> None:
     """A contract-point-4 remark for the conversion report."""
-    notes = ctx.__dict__.setdefault("notes", [])
-    if (4, node.start_pos[0], text) not in notes:
-        notes.append((4, node.start_pos[0], text))
+    report_note(ctx, 4, node, text)
 
 
 def _is_schedule(ctx: RuleContext, call: N.Call) -> bool:

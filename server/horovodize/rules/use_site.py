@@ -35,7 +35,7 @@ from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .work_division import (
     KNOWN_SIZE,
     SHARD_SEED,
@@ -169,9 +169,7 @@ def _no_size(ctx: RuleContext, pipe) -> bool:
 
 
 def _note(ctx: RuleContext, node, text: str) -> None:
-    notes = ctx.__dict__.setdefault("notes", [])
-    if (5, node.start_pos[0], text) not in notes:
-        notes.append((5, node.start_pos[0], text))
+    report_note(ctx, 5, node, text)
 
 
 def _apply(ctx: RuleContext, expr) -> Edit:

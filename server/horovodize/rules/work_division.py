@@ -31,7 +31,7 @@ from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and step_loops read them here)
     SEQUENCES,
     Pipeline,
@@ -294,10 +294,7 @@ def _estimator_steps(ctx: RuleContext, call: N.Call, keywords=ESTIMATOR_STEP_KEY
 
 def note(ctx: RuleContext, node, text: str) -> None:
     """A contract-point-5 remark for the conversion report (what was not divided, and why)."""
-    notes = ctx.__dict__.setdefault("notes", [])
-    line = node.start_pos[0]
-    if (5, line, text) not in notes:
-        notes.append((5, line, text))
+    report_note(ctx, 5, node, text)
 
 
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:

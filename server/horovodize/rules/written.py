@@ -16,7 +16,7 @@ import re
 from ..analysis.effects import DISPLAY, READ, SHOWS, path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import RuleContext, under_rank0_guard
+from .base import RuleContext, report_note, under_rank0_guard
 
 
 def norm_path(text: str) -> str:
@@ -116,10 +116,8 @@ def _rank0_only(ctx: RuleContext, node) -> bool:
 
 
 def note(ctx: RuleContext, call: N.Call, text: str) -> None:
-    notes = ctx.__dict__.setdefault("notes", [])
-    line = ctx.source.position(ctx.source.span(call.node)[0])[0] + 1
-    if (7, line, text) not in notes:
-        notes.append((7, line, text))
+    """A contract-point-7 remark for the conversion report, at the call's line."""
+    report_note(ctx, 7, call.node, text)
 
 
 def note_path(ctx: RuleContext, call: N.Call, path, writes: list) -> None:
