@@ -47,3 +47,10 @@ model.fit(ds, epochs=20, initial_epoch=10)
 """
     out = convert_text(text)
     assert "epochs=20, initial_epoch=10," in out and "ds.shard(" in out
+
+
+def test_the_epochs_name_given_to_another_fit_is_not_a_later_read():
+    # keras cifar10_cnn: fit or fit_generator by a flag, both with epochs=epochs: the second
+    # fit's keyword and value are its own divided count, not a stale read after the first
+    text = PROGRAM.format(epochs="EPOCHS", after="if x.size:\n    model.fit_generator(iter([(x, y)]), epochs=EPOCHS)")
+    assert not [n for _p, _l, n in conversion(text).notes if "still counts the undivided epochs" in n]

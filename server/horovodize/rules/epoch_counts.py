@@ -27,6 +27,7 @@ RULES: dict = {}      # (HVD043, the divide-epochs family of rules/work_division
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     fits = []
+    counted: set = set()      # the epochs arguments of every fit: a fit reading the name is not a later use
     for use in training_data(ctx):
         if use.kind != FIT:
             continue
@@ -35,6 +36,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if epochs is not None and (call.keyword("initial_epoch") or N.unparen(epochs.value).type == "name"):
             fits.append((call, epochs))
     divided = {f.start for f in divisions(ctx) if f.code == "HVD043"} if fits else set()
+    for other in (*ctx.calls("fit"), *ctx.calls("fit_generator")):
+        arg = other.keyword("epochs")
+        counted |= {id(leaf) for leaf in N.walk(arg.node)} if arg is not None else set()
     for call, epochs in fits:
         if ctx.source.span(epochs.node)[0] not in divided:
             continue
@@ -47,7 +51,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         value = N.unparen(epochs.value)
         if value.type == "name":
             later = [leaf for leaf in ctx.env.index.names.get(value.value, ()) if leaf.start_pos > call.node.end_pos
-                     and not _assigned(leaf)]
+                     and not _assigned(leaf) and id(leaf) not in counted and not _keyword_name(leaf)]
             if later:
                 note(ctx, later[0], f"partly done: `{value.value}` still counts the undivided epochs after the fit "
                      f"(each rank ran int(math.ceil({value.value} / {ctx.hvd}.size())) of them), e.g. in the name of "
@@ -58,6 +62,12 @@ def _from_history(value) -> bool:
     """``len(history.epoch)``, ``history.epoch[-1] + 1``: the epochs the ranks really ran."""
     return any(leaf.type == "name" and leaf.value == "epoch" and leaf.get_previous_sibling() == "."
                for leaf in N.walk(value) if leaf.type == "name") or ".epoch" in value.get_code(include_prefix=False)
+
+
+def _keyword_name(leaf) -> bool:
+    """The ``epochs`` of ``f(epochs=...)``: a keyword, not a read of the name."""
+    nxt = leaf.get_next_sibling()
+    return leaf.parent is not None and leaf.parent.type == "argument" and nxt is not None and nxt == "="
 
 
 def _assigned(leaf) -> bool:
