@@ -85,10 +85,25 @@ def tf1_api_messages(env) -> list[tuple[object, str, list]]:
     if uses:
         node, name = uses[0]
         more = [(n, f"`{w}` is TensorFlow 1 API too") for n, w in uses[1:] if w != name][:3]
-        out.append((node, f"`{name}` is TensorFlow 1 API, absent from TensorFlow 2.15 (the pinned stack): write "
-                    "`import tensorflow.compat.v1 as tf` and call `tf.disable_v2_behavior()` (tf_upgrade_v2 alone "
-                    "is not enough for placeholders and sessions, which need graph mode), then convert", more))
+        contrib = next((w for _, w in uses if ".contrib." in f".{w}"), None)
+        graph = any(w.split(".")[-1] in GRAPH_MODE for _, w in uses)
+        if contrib:
+            how = (f"run tf_upgrade_v2 on the file (`{contrib}` is in neither TensorFlow 2 nor compat.v1: "
+                   "tf_upgrade_v2 rewrites it, or use `tf.keras.layers`)"
+                   + (", then call `tf.compat.v1.disable_v2_behavior()` for its placeholders and sessions" if graph else ""))
+        elif graph:
+            how = ("write `import tensorflow.compat.v1 as tf` and call `tf.disable_v2_behavior()` (tf_upgrade_v2 "
+                   "alone is not enough for placeholders and sessions, which need graph mode)")
+        else:
+            how = "run tf_upgrade_v2 on the file, or write `import tensorflow.compat.v1 as tf`"
+        out.append((node, f"`{name}` is TensorFlow 1 API, absent from TensorFlow 2.15 (the pinned stack): {how}, "
+                    "then convert", more))
     return out
+
+
+# TF1 API that only runs in graph mode: under TF 2's eager execution it needs v2 behaviour off
+GRAPH_MODE = frozenset({"Session", "InteractiveSession", "placeholder", "global_variables_initializer",
+                        "initialize_all_variables", "local_variables_initializer", "MonitoredTrainingSession"})
 
 
 def tf1_api_problems(env) -> list[Problem]:
