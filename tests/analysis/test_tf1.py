@@ -542,3 +542,12 @@ def test_hvd093_report_point_11_is_blocked():
     report = build(analyze(TF1_PLAIN), "tf1.py")
     [p11] = [p for p in report["points"] if p["point"] == 11]
     assert p11["status"] == "blocked" and "TensorFlow 1 API" in p11["reason"], p11
+
+
+def test_hvd093_how_to_names_tf_upgrade_v2_first_for_tf_contrib(check):
+    # aymericdamien's estimator CNN: tf.contrib.layers.flatten is in neither TF 2 nor
+    # compat.v1, so compat.v1 alone would not unblock it; tf_upgrade_v2 rewrites it
+    text = TF1_PLAIN.replace("w = tf.Variable(tf.zeros([4, 1]))", "w = tf.Variable(tf.zeros([4, 1]))\nflat = tf.contrib.layers.flatten(x)")
+    f = check(text).one("HVD093")
+    assert f.message.index("tf_upgrade_v2") < f.message.index("disable_v2_behavior")
+    assert "`tf.contrib.layers.flatten` is in neither TensorFlow 2 nor compat.v1" in f.message
