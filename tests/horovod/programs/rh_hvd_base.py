@@ -12,8 +12,14 @@ MUTANT = sys.argv[1] if len(sys.argv) > 1 else "none"
 EPOCHS = 2
 
 if MUTANT == "download":
+    # every rank downloads into one cache file; urlretrieve writes whether or not the file is
+    # there (get_file skips a file a faster rank already wrote: a race the test could miss)
+    import os
+    import urllib.request
+    cache = os.path.join(os.path.expanduser("~"), ".keras", "datasets")
+    os.makedirs(cache, exist_ok=True)
     hvd.allreduce(tf.constant(0), name="start")   # the ranks start together, as on a cluster
-    path = tf.keras.utils.get_file("rh_data.npz", origin=sys.argv[2])   # every rank, into one cache
+    path, _ = urllib.request.urlretrieve(sys.argv[2], os.path.join(cache, "rh_data.npz"))
 
 rng = np.random.RandomState(0)
 x = rng.rand(64, 4).astype("float32")
