@@ -207,7 +207,11 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             elif _one_callback(ctx, arg.value):
                 # `callbacks=EarlyStopping(...)`: Keras takes one callback alone; list() of it would fail
                 start, end = ctx.source.span(arg.value)
-                edits += [Edit(start, start, f"[{', '.join(first)}, "), Edit(end, end, "]")]
+                writer = _writer(ctx, arg.value)
+                head, tail = (f"[{', '.join(first)}, *([", f"] if {ctx.hvd}.rank() == 0 else [])]") if writer \
+                    else (f"[{', '.join(first)}, ", "]")
+                edits += [Edit(start, start, head), Edit(end, end, tail)]
+                cbs = type(cbs)()           # (its rank-0 guard is in the list just made)
             else:  # composition unknown here: broadcast first, the user's callbacks on every rank
                 edits += _paren(ctx, arg.value, f"[{', '.join(first)}] + list(", " or [])")
         if cbs.complete or base is not None:
@@ -222,9 +226,21 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
 
 
+def _writer(ctx: RuleContext, value) -> bool:
+    """The one callback `value` makes (or names) writes files (TensorBoard, ModelCheckpoint,
+    CSVLogger, a callback of the file that writes): rank 0's alone."""
+    if value.type == "name":
+        found = [b for b in ctx.env.bindings if b.name == value.value and b.stmt.start_pos < value.start_pos]
+        value = N.unparen(found[0].value) if len(found) == 1 and found[0].value is not None else value
+    return ctx.facts.callback_kind(value, value) == "writing"
+
+
 def _one_callback(ctx: RuleContext, value) -> bool:
     """`value` constructs one Keras callback (``tf.keras.callbacks.EarlyStopping(...)``, a class
     of the file deriving from a ``Callback``), not a list of them."""
+    if value.type == "name":         # ``cb = tf.keras.callbacks.TensorBoard(...)``; ``callbacks=cb``
+        found = [b for b in ctx.env.bindings if b.name == value.value and b.stmt.start_pos < value.start_pos]
+        return len(found) == 1 and found[0].value is not None and _one_callback(ctx, N.unparen(found[0].value))
     call = N.as_call(value)
     if call is None or call.node is not value:
         return False
