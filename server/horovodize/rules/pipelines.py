@@ -64,7 +64,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
     root = node if node.type == "name" else node.children[0]
     if root.type != "name":
         return None
-    if args and root.value in args and (node.type == "name" or calls):
+    if args and root.value in args and (node.type == "name" or calls) and not _reassigned(ctx, root.value, at or node):
         arg, call_node = args[root.value]        # a parameter: what the caller passed
         inner = pipeline(ctx, arg, call_node, depth + 1)
         if inner is not None:
@@ -88,11 +88,19 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
             out.source = pair
             return out
         return None        # not a dataset this file builds (arrays, tensors, a loader's result)
-    inner = pipeline(ctx, b.value, b.stmt, depth + 1)
+    inner = pipeline(ctx, b.value, b.stmt, depth + 1, args)
     if inner is None:
         return Pipeline(out.calls, None, False)
     inner.calls = out.calls + inner.calls
     return inner
+
+
+def _reassigned(ctx: RuleContext, name: str, at) -> bool:
+    """The parameter `name` is assigned again in its function before `at` (``ds = ds.map(...)``
+    in ``prepare(ds)``): the walk follows those assignments first."""
+    fn = N.func_scope_of(at)
+    return fn is not None and any(b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)
+                                  for b in ctx.env.bindings_of(name, fn))
 
 
 def _passed(env, fn, call: N.Call) -> dict:

@@ -36,6 +36,7 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
+from .pipelines import DATASET_METHODS
 from .work_division import (
     KNOWN_SIZE,
     SHARD_SEED,
@@ -45,6 +46,7 @@ from .work_division import (
     _file_list,
     _key,
     _listed_files,
+    _tfds_split,
     _unwrap,
     bounds,
     is_split,
@@ -87,6 +89,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             q = (ctx.env.callee_qualname(use.pipe.source) or "").removeprefix("tensorflow.")
             why = (f"`{q}` has no size known before reading it: divided where training uses it, its "
                    "elements counted at run time so every rank takes the same number")
+        elif _source_out_of_reach(ctx, use.pipe) and _tfds_split(ctx, use.expr, use.site.node) is None:
+            why = (f"`{expr.value}` is a tf.data pipeline whose source the conversion cannot reach (built through "
+                   "a function of the program): divided where training uses it")
         elif id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
                 and not use.pipe.method("shard") and not use.pipe.infinite:
             why = (f"`{expr.value}` is also read by a preprocessing layer's adapt() through a function's argument: "
@@ -130,6 +135,14 @@ def _seeds(ctx: RuleContext, pipe) -> list | None:
             return None
         edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
     return edits
+
+
+def _source_out_of_reach(ctx: RuleContext, pipe) -> bool:
+    """Dataset methods followed back to where the walk loses the source (a ``tfds.load`` tuple
+    handed through a local function's parameter: tensorflow/docs data_augmentation's
+    ``prepare(train_ds, shuffle=True)``), with no bound, shard or endless repeat of its own."""
+    return pipe is not None and pipe.source is None and any(c.method in DATASET_METHODS for c in pipe.calls) \
+        and not bounds(ctx, pipe) and not pipe.method("shard") and not pipe.infinite
 
 
 def both_subsets(call) -> bool:
