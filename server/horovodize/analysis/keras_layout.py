@@ -32,6 +32,12 @@ def keras_layout_messages(env) -> list[tuple[object, str, list]]:
         if "keras" not in q or call.has_star():
             continue
         untar, extract = _flag(call, "untar"), _flag(call, "extract")
+        name = _bound_name(call)
+        if extract and not untar and name is not None:
+            found = _pathlib_read(env, call, name)
+            if found is not None:
+                out.append((found[0], _pathlib_message(call, found[0], name, found[1]), []))
+                continue
         fname_arg = call.keyword("fname") or call.positional(0)
         if not (untar or extract) or fname_arg is None or fname_arg.value.type != "string":
             continue
@@ -57,6 +63,38 @@ def keras_layout_messages(env) -> list[tuple[object, str, list]]:
                 out.append((join.node, _message(env, call, join, name, stem, None, untar), []))
                 break
     return out
+
+
+def _pathlib_read(env, call, name: str):
+    """(node, what) of the first pathlib path after ``name = get_file(..., extract=True)`` that
+    only Keras 3 makes: ``Path(name) / "x"`` (inside the archive file: Keras 2 returns the
+    archive's path) or ``Path(name).parent / <text naming a "*_extracted" folder>``."""
+    scope = N.func_scope_of(call.node) or env.source.module
+    heads = {name, f"pathlib.Path({name})", f"Path({name})"}
+    texts = {b.name: b.value.get_code(include_prefix=False) for b in env.bindings
+             if b.value is not None and b.value.type in ("string", "fstring", "strings")}
+    for node in N.walk(scope):
+        if node.type != "term" or node.start_pos <= call.node.start_pos or len(node.children) < 3 \
+                or node.children[1] != "/":
+            continue
+        left = node.children[0].get_code(include_prefix=False).strip()
+        right = node.children[2]
+        text = right.get_code(include_prefix=False) if right.type != "name" else texts.get(right.value, "")
+        if left in heads:
+            return node, "inside"
+        if left in {h + ".parent" for h in heads} and "_extracted" in text:
+            return node, "extracted"
+    return None
+
+
+def _pathlib_message(call, node, name: str, what: str) -> str:
+    written = node.get_code(include_prefix=False)
+    read = ("reads a path inside the archive file (Keras 3 returns the extracted folder)" if what == "inside"
+            else "reads a folder named `*_extracted` (Keras 3's layout), which Keras 2 never makes")
+    return (f"on TensorFlow 2.15 (Keras 2) `get_file(..., extract=True)` extracts the archive into "
+            f"cache_dir/cache_subdir itself and returns `{name}` = the archive file's own path; `{written}` {read}: "
+            "the program fails before it trains on the pinned stack. Use the Keras 2 path: the archive's own top "
+            f"folder next to it, `pathlib.Path({name}).parent / <that folder>`, then convert")
 
 
 def keras_layout_problems(env) -> list[Problem]:
