@@ -125,10 +125,40 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         return "extract"
     if dotted in TEXT_FROM_URL:       # numpy's DataSource downloads a URL into the working directory
         first = call.keyword("fname") or call.positional(0)
-        if first is not None and re.match(r"""^[rbuRBU]*['"](https?|ftp)://""", first.value.get_code(include_prefix=False)):
+        if first is not None and _url_like(ctx, first.value, call.node):
             return "fetch"
         return None
     return None
+
+
+URL = re.compile(r"""^[rbuRBUfF]*['"](https?|ftp)://""")
+
+
+def _url_like(ctx: RuleContext, value, at, depth: int = 0) -> bool:
+    """A URL: a literal, ``root_url + "FordA_TRAIN.tsv"`` with ``root_url`` bound to one, or
+    the parameter of a function some caller passes such a URL (keras-io's ``readucr(filename)``
+    calling ``np.loadtxt(filename)``)."""
+    value = N.unparen(value)
+    if depth > 3:
+        return False
+    if URL.match(value.get_code(include_prefix=False)):
+        return True
+    if value.type == "arith_expr":
+        return _url_like(ctx, value.children[0], at, depth + 1)
+    if value.type != "name":
+        return False
+    fn = N.func_scope_of(at)
+    if fn is not None and value.value in ctx.env.param_names(fn) and \
+            not any(b.stmt.start_pos < at.start_pos for b in ctx.env.bindings_of(value.value, fn)):
+        for caller in ctx.env.callers(fn):
+            index = ctx.env.param_names(fn).index(value.value)
+            arg = caller.keyword(value.value) or caller.positional(index)
+            if arg is not None and _url_like(ctx, arg.value, caller.node, depth + 1):
+                return True
+        return False
+    found = [b for b in ctx.env.bindings if b.name == value.value and b.value is not None
+             and b.stmt.start_pos < at.start_pos]
+    return bool(found) and URL.match(found[-1].value.get_code(include_prefix=False)) is not None
 
 
 def _hub_alias(ctx: RuleContext, dotted: str) -> bool:
