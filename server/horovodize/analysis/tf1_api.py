@@ -88,9 +88,10 @@ def tf1_api_messages(env) -> list[tuple[object, str, list]]:
         contrib = next((w for _, w in uses if ".contrib." in f".{w}"), None)
         graph = any(w.split(".")[-1] in GRAPH_MODE for _, w in uses)
         if contrib:
-            how = (f"run tf_upgrade_v2 on the file (`{contrib}` is in neither TensorFlow 2 nor compat.v1: "
-                   "tf_upgrade_v2 rewrites it, or use `tf.keras.layers`)"
-                   + (", then call `tf.compat.v1.disable_v2_behavior()` for its placeholders and sessions" if graph else ""))
+            how = (f"replace `{contrib}` by hand (it is in neither TensorFlow 2 nor compat.v1, and tf_upgrade_v2 "
+                   "cannot convert it: e.g. `tf.compat.v1.layers.flatten` or a `tf.keras.layers` layer), then run "
+                   "tf_upgrade_v2 on the file for the rest"
+                   + (" and call `tf.compat.v1.disable_v2_behavior()` for its placeholders and sessions" if graph else ""))
         elif graph:
             how = ("write `import tensorflow.compat.v1 as tf` and call `tf.disable_v2_behavior()` (tf_upgrade_v2 "
                    "alone is not enough for placeholders and sessions, which need graph mode)")
