@@ -226,12 +226,18 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
 
 
+def _made_once(ctx: RuleContext, value):
+    """The value a name is bound to, when it is a name bound once before `value`, else None."""
+    if value.type != "name":
+        return None
+    found = [b for b in ctx.env.bindings if b.name == value.value and b.stmt.start_pos < value.start_pos]
+    return N.unparen(found[0].value) if len(found) == 1 and found[0].value is not None else None
+
+
 def _writer(ctx: RuleContext, value) -> bool:
     """The one callback `value` makes (or names) writes files (TensorBoard, ModelCheckpoint,
     CSVLogger, a callback of the file that writes): rank 0's alone."""
-    if value.type == "name":
-        found = [b for b in ctx.env.bindings if b.name == value.value and b.stmt.start_pos < value.start_pos]
-        value = N.unparen(found[0].value) if len(found) == 1 and found[0].value is not None else value
+    value = _made_once(ctx, value) or value
     return ctx.facts.callback_kind(value, value) == "writing"
 
 
@@ -239,8 +245,8 @@ def _one_callback(ctx: RuleContext, value) -> bool:
     """`value` constructs one Keras callback (``tf.keras.callbacks.EarlyStopping(...)``, a class
     of the file deriving from a ``Callback``), not a list of them."""
     if value.type == "name":         # ``cb = tf.keras.callbacks.TensorBoard(...)``; ``callbacks=cb``
-        found = [b for b in ctx.env.bindings if b.name == value.value and b.stmt.start_pos < value.start_pos]
-        return len(found) == 1 and found[0].value is not None and _one_callback(ctx, N.unparen(found[0].value))
+        made = _made_once(ctx, value)
+        return made is not None and _one_callback(ctx, made)
     call = N.as_call(value)
     if call is None or call.node is not value:
         return False

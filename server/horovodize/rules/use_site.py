@@ -35,7 +35,7 @@ from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .pipelines import DATASET_METHODS
 from .work_division import (
     KNOWN_SIZE,
@@ -48,8 +48,9 @@ from .work_division import (
     _listed_files,
     _tfds_split,
     _unwrap,
-    bounds,
+    bounded_already,
     is_split,
+    note,
     training_data,
 )
 
@@ -92,8 +93,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         elif _source_out_of_reach(ctx, use.pipe) and _tfds_split(ctx, use.expr, use.site.node) is None:
             why = (f"`{expr.value}` is a tf.data pipeline whose source the conversion cannot reach (built through "
                    "a function of the program): divided where training uses it")
-        elif id(b.stmt) in adapted and use.pipe is not None and not bounds(ctx, use.pipe) \
-                and not use.pipe.method("shard") and not use.pipe.infinite:
+        elif id(b.stmt) in adapted and use.pipe is not None and not bounded_already(ctx, use.pipe):
             why = (f"`{expr.value}` is also read by a preprocessing layer's adapt() through a function's argument: "
                    "sharded where training uses it, so adapt() still sees all of it")
         else:
@@ -108,7 +108,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         use.at_use = True
         seeds = _seeds(ctx, use.pipe)
         if seeds is None:
-            _note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
+            note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
                   "takes its share of its own order, a random 1/N that may overlap another rank's; give that "
                   "shuffle the same seed on every rank for disjoint shares")
         yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
@@ -142,7 +142,7 @@ def _source_out_of_reach(ctx: RuleContext, pipe) -> bool:
     handed through a local function's parameter: tensorflow/docs data_augmentation's
     ``prepare(train_ds, shuffle=True)``), with no bound, shard or endless repeat of its own."""
     return pipe is not None and pipe.source is None and any(c.method in DATASET_METHODS for c in pipe.calls) \
-        and not bounds(ctx, pipe) and not pipe.method("shard") and not pipe.infinite
+        and not bounded_already(ctx, pipe)
 
 
 def both_subsets(call) -> bool:
@@ -155,7 +155,7 @@ def both_subsets(call) -> bool:
 def _read_whole(ctx: RuleContext, pipe) -> bool:
     """The pipeline is one that `work_division` cannot shard at its source because ``adapt()``
     or ``.class_names`` reads it there, and no size-preserving link of its own follows."""
-    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+    if pipe is None or pipe.source is None or bounded_already(ctx, pipe):
         return False
     adapted = _adapted(ctx)
     src = pipe.source
@@ -171,7 +171,7 @@ def _no_size(ctx: RuleContext, pipe) -> bool:
     """A pipeline of this file from a source whose size TF does not know (``make_csv_dataset``,
     ``TFRecordDataset`` of one file, ``from_generator``), not a list of files `work_division`
     shards by file, with no bound, shard or endless repeat of its own."""
-    if pipe is None or pipe.source is None or bounds(ctx, pipe) or pipe.method("shard") or pipe.infinite:
+    if pipe is None or pipe.source is None or bounded_already(ctx, pipe):
         return False
     if pipe.method("take"):
         return False        # (a train/validation split: work_division shards after it)
@@ -179,10 +179,6 @@ def _no_size(ctx: RuleContext, pipe) -> bool:
     if not q.startswith("tensorflow.data.") or q.endswith(KNOWN_SIZE):
         return False
     return _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None
-
-
-def _note(ctx: RuleContext, node, text: str) -> None:
-    report_note(ctx, 5, node, text)
 
 
 def _apply(ctx: RuleContext, expr) -> Edit:

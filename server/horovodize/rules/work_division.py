@@ -208,6 +208,12 @@ def _sharded(pipe: Pipeline) -> bool:
     return bool(pipe.method("shard"))
 
 
+def bounded_already(ctx: RuleContext, pipe: Pipeline) -> bool:
+    """The pipeline has a bound (a training ``take``), a shard or an endless repeat of its own:
+    nothing for a shard at its source or its use to add."""
+    return bool(bounds(ctx, pipe)) or _sharded(pipe) or pipe.infinite
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     seen_sources: set = set()
     for use in training_data(ctx):
@@ -229,7 +235,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
-            if bounded or use.at_use or (pipe is not None and (bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite)):
+            if bounded or use.at_use or (pipe is not None and bounded_already(ctx, pipe)):
                 continue
             if pipe is not None and pipe.source is not None:
                 yield from _shard(ctx, pipe, seen_sources, use)
@@ -265,7 +271,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):
                 note(ctx, use.expr, "not divided: the loop iterates an endless `repeat()` pipeline with no "
                      "take(n) to divide; bound it by take(n)")
-            if pipe is None or pipe.source is None or bounds(ctx, pipe) or _sharded(pipe) or pipe.infinite:
+            if pipe is None or pipe.source is None or bounded_already(ctx, pipe):
                 continue
             yield from _shard(ctx, pipe, seen_sources, use)
         elif site.kind == ESTIMATOR:
