@@ -76,6 +76,11 @@ def checks(spec: Spec, run: H.RankRun, written: dict, single: dict, workdir: Pat
     sums = [reports[r]["checksum"] for r in range(SIZE)]
     if not all(math.isclose(s, sums[0], rel_tol=1e-9, abs_tol=1e-12) for s in sums):
         bad.append(f"weights differ: {sums}")
+    for r in range(SIZE):
+        # the model a rank reads back must be the one it trained (its own or rank 0's, equal)
+        restored = reports[r].get("restored_checksum", sums[r])
+        if not math.isclose(restored, sums[r], rel_tol=1e-9, abs_tol=1e-12):
+            bad.append(f"rank {r} read back another model: {restored} != {sums[r]}")
     its = [reports[r]["iterations"] for r in range(SIZE)]
     if len(set(its)) != 1:
         bad.append(f"ranks ran different step counts: {its}")
@@ -125,7 +130,9 @@ def test_converted_program_divides_work_like_horovod(spec: Spec, hvd_env, horovo
 
 def test_negative_control_unconverted_program_fails_the_checks(hvd_env, tmp_path):
     """The same checks on the unconverted save-then-load program: every rank trains alone
-    on everything, prints and writes, so they must report it."""
+    on everything (its own seed, so its own weights), prints and writes, so they must report
+    it. The weights compared are each rank's trained model, not the one it reads back: both
+    unconverted ranks read one shared model.keras, whichever rank wrote it last."""
     spec = next(s for s in SPECS if s.program == "wd_save_load.py")
     program = H.PROGRAMS / spec.program
     single = single_process(program, tmp_path / "single")

@@ -23,6 +23,6 @@ with open("history.json") as fh:
 np.save("weights.npy", np.concatenate([w.ravel() for w in model.get_weights()]))
 saved = np.load("weights.npy")
 
-hvd_report.report(checksum=hvd_report.checksum(restored), iterations=int(model.optimizer.iterations.numpy()),
+hvd_report.report(checksum=hvd_report.checksum(model), restored_checksum=hvd_report.checksum(restored), iterations=int(model.optimizer.iterations.numpy()),
                   lr=hvd_report.learning_rate(model.optimizer), epochs_logged=len(losses),
                   saved_checksum=float(np.abs(saved).sum()))
