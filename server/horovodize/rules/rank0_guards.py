@@ -49,6 +49,7 @@ from .written import (
     reached,
     writer_block,
 )
+from . import shared_values
 from .shown import display_sites
 from .tf1_session import _is_saver
 from .written import norm_path as _norm
@@ -207,6 +208,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     shown = [d for d in display_guards(ctx, writes, statement) if not any(N.inside(d[0], r) for r in shown_regions)]
     yield from _one_guard_per_block(ctx, shown)
     yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays])
+    yield from shared_values.check(ctx)
     yield from _load_models(ctx)
 
 

@@ -13,6 +13,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
+from . import shared_values
 from .estimator import pinned_by_run_config
 from .tapes import keras_step_tapes, tape_loops_beside_fit, tf_module_alias
 
@@ -40,7 +41,8 @@ def setup_code(ctx: RuleContext) -> str:
         lines.append(f"import tensorflow as {tf}")
     lines.append(f"import {ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras"):
-        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx):   # a tape needs horovod.tensorflow's wrapper
+        # a tape needs horovod.tensorflow's wrapper, a shared value its broadcast_object
+        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx) or shared_values.sites(ctx):
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")
     if "Session" in ctx.summary.kinds or pinned_by_run_config(ctx):   # pinned in the session config (HVD070)
