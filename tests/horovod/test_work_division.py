@@ -18,6 +18,7 @@ Set HOROVODIZE_RUN_TABLE=path.jsonl to record one row per run.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import subprocess
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ TIMEOUT = 180
 class Spec:
     program: str
     rank0_dirs: list = field(default_factory=list)     # HVD_OUT_DIR/<name>-rank<r>: rank 0 only
-    rank0_files: list = field(default_factory=list)    # files (in the run's directory) rank 0 writes
+    rank0_files: list = field(default_factory=list)    # files (in the run's directory, globs) rank 0 writes
 
 
 SPECS = [
@@ -43,7 +44,7 @@ SPECS = [
     Spec("wd_fit_dataset_steps.py"),                                  # HVD042 steps_per_epoch
     Spec("wd_tape_uneven.py"),                                        # HVD041 shard + equal take, 97 examples
     Spec("wd_zip_timeseries.py"),                                     # HVD041 at Dataset.zip and a Keras windows utility
-    Spec("wd_save_load.py", rank0_files=["model.keras", "history.json", "weights.npy"]),   # HVD032/HVD033
+    Spec("wd_save_load.py", rank0_files=["model.keras", "history-*.json", "weights.npy"]),   # HVD032/HVD033
     Spec("wd_take_peek.py"),                                          # take(1) peek left alone, take(20) divided
     Spec("wd_main_guard.py"),                                         # if __name__ == "__main__": main()
     Spec("wd_app_run.py"),                                            # absl app.run(main), loop inside main
@@ -96,7 +97,7 @@ def checks(spec: Spec, run: H.RankRun, written: dict, single: dict, workdir: Pat
             if (workdir / "out" / f"{name}-rank{r}").exists():
                 bad.append(f"rank {r} wrote {name}")
     for name in spec.rank0_files:
-        if name not in written.get(0, set()):
+        if not any(fnmatch.fnmatch(p, name) for p in written.get(0, ())):
             bad.append(f"rank 0 did not write {name}")
     for name in spec.rank0_dirs:
         d0 = workdir / "out" / f"{name}-rank0"

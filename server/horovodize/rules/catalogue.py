@@ -50,6 +50,10 @@ from . import epoch_counts  # noqa: E402  (contract point 5: initial_epoch and t
 
 RULE_MODULES = RULE_MODULES + (epoch_counts,)
 
+from . import step_counts  # noqa: E402  (contract point 5: a checkpoint every K steps of a divided loop)
+
+RULE_MODULES = RULE_MODULES + (step_counts,)
+
 from . import identical_data  # noqa: E402  (contract point 5: undivided data the same on every rank; last: it reads
 #   the point-5 notes every dividing rule above left)
 

@@ -1,6 +1,8 @@
-"""Train, save the model and a history file, then load both back (write, then read)."""
+"""Train, save the model and a history file, then load both back (write, then read); the
+history file's name is per run (a uuid), so every rank must use rank 0's."""
 import json
 import os
+import uuid
 
 import hvd_report
 import numpy as np
@@ -16,9 +18,10 @@ history = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
 
 model.save("model.keras")
 restored = tf.keras.models.load_model("model.keras")
-with open("history.json", "w") as fh:
+history_path = "history-%s.json" % uuid.uuid4().hex[:8]
+with open(history_path, "w") as fh:
     json.dump(history.history, fh)
-with open("history.json") as fh:
+with open(history_path) as fh:
     losses = json.load(fh)["loss"]
 np.save("weights.npy", np.concatenate([w.ravel() for w in model.get_weights()]))
 saved = np.load("weights.npy")
