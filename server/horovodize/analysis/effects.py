@@ -235,6 +235,8 @@ class Effects:
         if q in SHOWS_FILE:
             p = path_of(call)
             return [p] if p is not None else []
+        if self.kind(call) is None and self.env.may_call_local(call):
+            return self._returned_read(call)
         if self.kind(call) != DISPLAY or (call.callee_dotted() or "").split(".")[-1] != "display":
             return []
         out = []
@@ -249,6 +251,24 @@ class Effects:
                 return []
             out += shown
         return out
+
+    def _returned_read(self, call: N.Call) -> list:
+        """A local function whose body only returns a file it reads (``def display_image(n):
+        return PIL.Image.open(f"image_at_epoch_{n:04d}.png")``): the paths it reads, which a
+        bare call shows (a notebook cell's value) and nothing else uses."""
+        fn = self.env.call_target(call)
+        body = fn.children[-1] if fn is not None and fn.type == "funcdef" else None
+        stmts = [c for c in getattr(body, "children", ()) if c.type not in ("newline", "indent", "dedent")]
+        if len(stmts) != 1 or not stmts[0].children or stmts[0].children[0].type != "return_stmt":
+            return []
+        ret = stmts[0].children[0]
+        inner = N.as_call(ret.children[1]) if len(ret.children) > 1 else None
+        if inner is None or inner.node is not ret.children[1]:
+            return []
+        shown = self.shown_paths(inner)
+        if not shown and self.kind(inner) == READ and path_of(inner) is not None:
+            shown = [path_of(inner)]
+        return shown
 
     def of_call(self, call: N.Call) -> frozenset:
         """Every effect a call has: its own, or its local target's body (followed once)."""

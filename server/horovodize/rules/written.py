@@ -316,6 +316,9 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     if not writes:
         return out                  # (nothing rank 0 wrote: nothing to show on rank 0 only)
     shows = {id(c): c for c in (*fx.calls_of(DISPLAY), *fx.calls_of(SHOWS))}
+    for name, fns in ctx.env.functions.items():     # ``display_image(EPOCHS)``: returns a read file
+        if len(fns) == 1 and fns[0].type == "funcdef" and N.func_scope_of(fns[0]) is ctx.source.module:
+            shows.update((id(c), c) for c in ctx.calls(name) if c.callee_dotted() == name)
     for call in sorted(shows.values(), key=lambda c: (c.node.start_pos, c.index)):
         if statement(call) is not call.node:
             continue
