@@ -204,3 +204,50 @@ def _elements(node) -> list:
     if node.type in SEQUENCES:
         return [c for c in node.children if c.type != "operator"]
     return []
+
+
+SHARD_SEED = 1337      # the seed keras-io's examples give the directory utilities
+
+
+def shuffled_per_rank(ctx: RuleContext, pipe) -> bool:
+    """A shuffle in the pipeline (a ``shuffle`` link, or a source that shuffles by default)
+    without a seed: each rank orders the examples its own way."""
+    if pipe is None:
+        return False
+    if any(c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle")):
+        return True
+    q = ctx.env.callee_qualname(pipe.source) or "" if pipe.source is not None else ""
+    return bool(q) and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not seeded_or_unshuffled(pipe.source)
+
+
+SHUFFLING = ("list_files", "make_csv_dataset", "make_batched_features_dataset")   # (shuffle=True by default)
+SHUFFLE_SEED = ("make_csv_dataset", "make_batched_features_dataset")               # (their seed is shuffle_seed=)
+
+
+def seeded_or_unshuffled(call) -> bool:
+    if call.keyword("seed") is not None or call.keyword("shuffle_seed") is not None:
+        return True
+    arg = call.keyword("shuffle")
+    return arg is not None and arg.value.type == "keyword" and arg.value.value in ("False", "None")
+
+
+def shuffle_seeds(ctx: RuleContext, pipe) -> list | None:
+    """The edits giving each shuffle of the pipeline that has no seed the same one on every
+    rank (``seed=1337``, as HVD041 seeds the Keras utilities): every rank then orders the
+    examples alike, and the shards taken after it are disjoint. None when one cannot be
+    given one (``**kwargs``, a seed passed by position is already there)."""
+    if pipe is None or not shuffled_per_rank(ctx, pipe):
+        return []
+    edits: list = []
+    for c in pipe.method("shuffle"):
+        if c.keyword("seed") is None and len(c.args) < 2:
+            if c.has_star():
+                return None
+            edits += ctx.add_keyword(c, f"seed={SHARD_SEED}")
+    src = pipe.source
+    q = ctx.env.callee_qualname(src) or "" if src is not None else ""
+    if q and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not seeded_or_unshuffled(src):
+        if src.has_star():
+            return None
+        edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
+    return edits

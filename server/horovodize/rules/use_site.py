@@ -36,7 +36,7 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .pipelines import DATASET_METHODS
+from .pipelines import DATASET_METHODS, SHUFFLING, seeded_or_unshuffled, shuffle_seeds, shuffled_per_rank
 from .work_division import (
     KNOWN_SIZE,
     SHARD_SEED,
@@ -106,35 +106,13 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         seen.add((id(expr), 0))
         use.at_use = True
-        seeds = _seeds(ctx, use.pipe)
+        seeds = shuffle_seeds(ctx, use.pipe)
         if seeds is None:
             note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
                   "takes its share of its own order, a random 1/N that may overlap another rank's; give that "
                   "shuffle the same seed on every rank for disjoint shares")
         yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
                       Fix(TITLE, (seeds or []) + [_apply(ctx, expr)]))
-
-
-def _seeds(ctx: RuleContext, pipe) -> list | None:
-    """The edits giving each shuffle of the pipeline that has no seed the same one on every
-    rank (``seed=1337``, as HVD041 seeds the Keras utilities): every rank then orders the
-    examples alike, and the shards taken after it are disjoint. None when one cannot be
-    given one (``**kwargs``, a seed passed by position is already there)."""
-    if pipe is None or not shuffled_per_rank(ctx, pipe):
-        return []
-    edits: list = []
-    for c in pipe.method("shuffle"):
-        if c.keyword("seed") is None and len(c.args) < 2:
-            if c.has_star():
-                return None
-            edits += ctx.add_keyword(c, f"seed={SHARD_SEED}")
-    src = pipe.source
-    q = ctx.env.callee_qualname(src) or "" if src is not None else ""
-    if q and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(src):
-        if src.has_star():
-            return None
-        edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
-    return edits
 
 
 def _source_out_of_reach(ctx: RuleContext, pipe) -> bool:
@@ -282,29 +260,7 @@ def same_data(ctx: RuleContext, pipe) -> bool:
     if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
         return False
     if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
-        if not _seeded_or_unshuffled(pipe.source):
+        if not seeded_or_unshuffled(pipe.source):
             return False
     return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
                for c in pipe.method("shuffle"))
-
-
-def shuffled_per_rank(ctx: RuleContext, pipe) -> bool:
-    """A shuffle in the pipeline (a ``shuffle`` link, or a source that shuffles by default)
-    without a seed: each rank orders the examples its own way."""
-    if pipe is None:
-        return False
-    if any(c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle")):
-        return True
-    q = ctx.env.callee_qualname(pipe.source) or "" if pipe.source is not None else ""
-    return bool(q) and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not _seeded_or_unshuffled(pipe.source)
-
-
-SHUFFLING = ("list_files", "make_csv_dataset", "make_batched_features_dataset")   # (shuffle=True by default)
-SHUFFLE_SEED = ("make_csv_dataset", "make_batched_features_dataset")               # (their seed is shuffle_seed=)
-
-
-def _seeded_or_unshuffled(call) -> bool:
-    if call.keyword("seed") is not None or call.keyword("shuffle_seed") is not None:
-        return True
-    arg = call.keyword("shuffle")
-    return arg is not None and arg.value.type == "keyword" and arg.value.value in ("False", "None")

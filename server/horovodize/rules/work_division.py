@@ -34,12 +34,15 @@ from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and step_loops read them here)
     SEQUENCES,
+    SHARD_SEED,
     Pipeline,
     _assignments,
+    _binding_before,
     _elements,
     _target_path,
     _unwrap,
     pipeline,
+    shuffle_seeds,
 )
 
 RULES = {
@@ -349,6 +352,17 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
             f".take(ds.cardinality() // {hvd}.size()))")
     name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
     edits = [Edit(end, end, text)]
+    if q.endswith("Dataset.zip") and src is pipe.source:
+        # ``zip((a, b))`` of pipelines each shuffled without a seed: each rank zips its own
+        # orders, so the shards cut after it overlap; the same seed on every rank orders them alike.
+        for part in _zipped(ctx, src):
+            seeds = shuffle_seeds(ctx, part)
+            if seeds is None:
+                note(ctx, src.node, "done, but a dataset zipped here is shuffled without a seed before it is "
+                     "divided: each rank takes its share of its own order; give that shuffle the same seed "
+                     "on every rank for disjoint shares")
+            else:
+                edits = seeds + edits
     if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
         # Each rank would shuffle the files with a seed of its own: the shards would overlap.
         # The same seed on every rank orders the files alike, so the shards are disjoint.
@@ -362,7 +376,25 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
                   Fix(RULES["HVD041"][1], edits))
 
 
-SHARD_SEED = 1337      # the seed keras-io's examples give the directory utilities
+def _zipped(ctx: RuleContext, call: N.Call) -> list:
+    """The pipelines ``tf.data.Dataset.zip((a, b))`` combines (those the walk reaches)."""
+    arg = call.positional(0)
+    parts = []
+    for e in _elements(arg.value) if arg is not None else ():
+        part = pipeline(ctx, e, call.node)
+        if (part is None or not part.calls) and e.type == "name":
+            # ``a = d["trainA"].cache().shuffle(n)``: Dataset methods on a source out of reach
+            b = _binding_before(ctx, e.value, call.node)
+            value = N.unparen(b.value) if b is not None and b.value is not None else None
+            if value is not None and value.type in ("atom_expr", "power"):
+                calls = [N.Call(value, i) for i in range(len(value.children) - 1, 0, -1)
+                         if N.is_call_trailer(value.children[i])]
+                part = Pipeline(calls, None, False)
+        if part is not None:
+            parts.append(part)
+    return parts
+
+
 # Readers of a list of files: ``TFRecordDataset(files)`` with ``files`` a list_files dataset.
 FILE_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 
