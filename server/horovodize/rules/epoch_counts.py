@@ -20,7 +20,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .schedules import divisions
-from .work_division import FIT_EPOCHS_POS, _call_at, note, training_data
+from .work_division import FIT_EPOCHS_POS, _call_at, divide_epochs, note, training_data
 
 RULES: dict = {}      # (HVD043, the divide-epochs family of rules/work_division.py)
 
@@ -39,6 +39,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for other in (*ctx.calls("fit"), *ctx.calls("fit_generator")):
         arg = other.keyword("epochs")
         counted |= {id(leaf) for leaf in N.walk(arg.node)} if arg is not None else set()
+    yield from _patience(ctx)
     for call, epochs in fits:
         if ctx.source.span(epochs.node)[0] not in divided:
             continue
@@ -56,6 +57,32 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 note(ctx, later[0], f"partly done: `{value.value}` still counts the undivided epochs after the fit "
                      f"(each rank ran int(math.ceil({value.value} / {ctx.hvd}.size())) of them), e.g. in the name of "
                      "the last epoch's checkpoint read back: use the divided count there")
+
+
+PATIENT = ("EarlyStopping", "ReduceLROnPlateau")
+
+
+def _patience(ctx: RuleContext) -> Iterator[Finding]:
+    """``EarlyStopping(patience=P)`` / ``ReduceLROnPlateau(patience=P)`` when every fit's epochs
+    are divided (HVD043): each rank's epoch then trains on all of the data, N epochs of the
+    single-process run at once, so P epochs of patience would wait N times longer; P becomes
+    ``int(math.ceil(P / hvd.size()))`` (a patience of 0 stays 0)."""
+    calls = [c for name in PATIENT for c in ctx.calls(name) if ".callbacks." in (ctx.env.callee_qualname(c) or "")]
+    if not calls:
+        return
+    divided = {f.start for f in divisions(ctx) if f.code == "HVD043"}
+    fits = [N.as_call(u.site.node) or _call_at(u.site.node) for u in training_data(ctx) if u.kind == FIT]
+    epochs = [(c.keyword("epochs") or c.positional(FIT_EPOCHS_POS)) if c is not None else None for c in fits]
+    if not epochs or any(e is None or ctx.source.span(e.node)[0] not in divided for e in epochs):
+        return
+    for call in calls:
+        arg = call.keyword("patience")
+        if arg is None or mentions_hvd(arg.value, ctx) or ctx.blocked("HVD043", call.node) or \
+                arg.value.get_code(include_prefix=False).strip() in ("0", "1"):
+            continue
+        yield finding(ctx, "HVD043", arg.node, f"`patience` of `{call.method or call.callee_dotted()}` counts epochs "
+                      "of the undivided run: with the epochs divided each one trains on N of them",
+                      Fix("Divide the patience by hvd.size()", divide_epochs(ctx, arg.value)))
 
 
 def _from_history(value) -> bool:
