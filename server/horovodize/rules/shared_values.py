@@ -43,8 +43,9 @@ def sites(ctx: RuleContext) -> list:
 
 
 def _find(ctx: RuleContext) -> list:
-    if ctx.env.tf1:
-        return []          # graph mode: broadcast_object needs the program's session
+    if ctx.env.tf1 or ctx.facts.uses_horovod:
+        return []          # graph mode: broadcast_object needs the program's session; a program
+                           # with Horovod already may run the assignment on rank 0 only
     assigned = {}
     for name in _NAMES:
         for call in ctx.calls(name):
@@ -56,8 +57,8 @@ def _find(ctx: RuleContext) -> list:
                 continue
             value = stmt.children[2]
             if mentions_hvd(value, ctx) or "broadcast_object" in ctx.source.code(value) or \
-                    under_rank0_guard(stmt, ctx):
-                continue
+                    under_rank0_guard(stmt, ctx) or _called_on_rank0_only(ctx, N.func_scope_of(stmt)):
+                continue      # (a collective that only rank 0 reaches would wait forever)
             assigned[id(stmt)] = (stmt, value)
     if not assigned:
         return []
@@ -72,6 +73,10 @@ def _find(ctx: RuleContext) -> list:
                 if any(key in keys and pos < call.node.start_pos for pos, keys in writes):
                     found[key] = assigned[key]
     return sorted(found.values(), key=lambda s: s[0].start_pos)
+
+
+def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
+    return fn is not None and fn.type == "funcdef" and any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
 
 
 def _writes(call: N.Call) -> bool:
