@@ -231,7 +231,7 @@ def seeded_or_unshuffled(call) -> bool:
     return arg is not None and arg.value.type == "keyword" and arg.value.value in ("False", "None")
 
 
-def shuffle_seeds(ctx: RuleContext, pipe) -> list | None:
+def shuffle_seeds(ctx: RuleContext, pipe, seed: int = SHARD_SEED) -> list | None:
     """The edits giving each shuffle of the pipeline that has no seed the same one on every
     rank (``seed=1337``, as HVD041 seeds the Keras utilities): every rank then orders the
     examples alike, and the shards taken after it are disjoint. None when one cannot be
@@ -243,11 +243,11 @@ def shuffle_seeds(ctx: RuleContext, pipe) -> list | None:
         if c.keyword("seed") is None and len(c.args) < 2:
             if c.has_star():
                 return None
-            edits += ctx.add_keyword(c, f"seed={SHARD_SEED}")
+            edits += ctx.add_keyword(c, f"seed={seed}")
     src = pipe.source
     q = ctx.env.callee_qualname(src) or "" if src is not None else ""
     if q and (q.endswith(SHUFFLING) or q in KERAS_DATASETS) and not seeded_or_unshuffled(src):
         if src.has_star():
             return None
-        edits += ctx.add_keyword(src, f"shuffle_seed={SHARD_SEED}" if q.endswith(SHUFFLE_SEED) else f"seed={SHARD_SEED}")
+        edits += ctx.add_keyword(src, f"shuffle_seed={seed}" if q.endswith(SHUFFLE_SEED) else f"seed={seed}")
     return edits

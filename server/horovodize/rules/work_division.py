@@ -354,9 +354,10 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
     edits = [Edit(end, end, text)]
     if q.endswith("Dataset.zip") and src is pipe.source:
         # ``zip((a, b))`` of pipelines each shuffled without a seed: each rank zips its own
-        # orders, so the shards cut after it overlap; the same seed on every rank orders them alike.
-        for part in _zipped(ctx, src):
-            seeds = shuffle_seeds(ctx, part)
+        # orders, so the shards cut after it overlap; the same seeds on every rank order them
+        # alike (a seed per part, else the parts would be shuffled in step: a[i] with b[i]).
+        for i, part in enumerate(_zipped(ctx, src)):
+            seeds = shuffle_seeds(ctx, part, SHARD_SEED + i)     # (one seed each: the pairs stay random)
             if seeds is None:
                 note(ctx, src.node, "done, but a dataset zipped here is shuffled without a seed before it is "
                      "divided: each rank takes its share of its own order; give that shuffle the same seed "
