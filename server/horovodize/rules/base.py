@@ -268,6 +268,14 @@ def under_rank0_guard(node, ctx: RuleContext) -> bool:
     return False
 
 
+def called_on_rank0_only(ctx: RuleContext, fn) -> bool:
+    """A function some of whose calls run under a rank guard: not every rank reaches it, so a
+    collective in it (a barrier, a broadcast) would wait forever."""
+    if fn is None or fn.type != "funcdef":
+        return False
+    return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
+
+
 def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
     """``if <condition>:`` above a statement (through the sibling `last`), which moves one
     step right.

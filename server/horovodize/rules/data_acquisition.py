@@ -43,7 +43,7 @@ from typing import Iterator
 
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note, under_rank0_guard
+from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, report_note, under_rank0_guard
 from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
@@ -442,7 +442,7 @@ def _unit(ctx: RuleContext, call: N.Call):
         return None
     if _trains(ctx, member) or mentions_hvd(member, ctx):
         return None
-    if _called_on_rank0_only(ctx, N.func_scope_of(member)):
+    if called_on_rank0_only(ctx, N.func_scope_of(member)):
         return None
     top = ctx.env.top_imports_end
     if N.func_scope_of(member) is None and top is not None and member.start_pos < top.end_pos:
@@ -526,13 +526,6 @@ def _trains(ctx: RuleContext, stmt) -> bool:
         return True
     return any(ctx.summary.functions.get(t) for t in (ctx.env.call_target(c) for c in N.calls_in(stmt))
                if t is not None)
-
-
-def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
-    """A function some of whose calls run under a rank guard: not every rank reaches it."""
-    if fn is None or fn.type != "funcdef":
-        return False
-    return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
 
 
 def note(ctx: RuleContext, node, text: str) -> None:

@@ -42,6 +42,11 @@ def _unwrap(ctx: RuleContext, expr):
         expr = call.args[0].value
 
 
+def chain_calls(node) -> list:
+    """The calls of ``a.b(...).c(...)``, outermost (last applied) first."""
+    return [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
+
+
 def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None = None) -> Pipeline | None:
     """Walk ``a.b(...).c(...)`` and the assignments of its root name back to a tf.data source;
     through a local function's return to the argument its caller passed (`args`: parameter
@@ -54,7 +59,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
     node = expr
     calls = []
     if node.type != "name":
-        calls = [N.Call(node, i) for i in range(len(node.children) - 1, 0, -1) if N.is_call_trailer(node.children[i])]
+        calls = chain_calls(node)
     for call in calls:
         q = env.callee_qualname(call)
         if q and (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
@@ -133,7 +138,7 @@ def _dataset_chain(b) -> bool:
     value = N.unparen(b.value) if getattr(b, "value", None) is not None else None
     if value is None or value.type not in ("atom_expr", "power") or value.children[0].type != "name":
         return False
-    calls = [N.Call(value, i) for i in range(1, len(value.children)) if N.is_call_trailer(value.children[i])]
+    calls = chain_calls(value)
     return bool(calls) and all(c.method in DATASET_METHODS and c.index > 1 for c in calls)
 
 

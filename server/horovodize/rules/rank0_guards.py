@@ -25,13 +25,12 @@ hvd_facts (callback lists, assignments), effects (what a call does).
 
 from __future__ import annotations
 
-import ast
 from typing import Iterator
 
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, guard_lines, mentions_hvd, under_rank0_guard
+from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, mentions_hvd, under_rank0_guard
 from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
@@ -45,6 +44,7 @@ from .written import (
     lift_writes,
     note,
     note_path,
+    open_for_writing,
     path_matches,
     reached,
     writer_block,
@@ -105,20 +105,6 @@ def writes_file(ctx: RuleContext, call: N.Call) -> bool:
     q = ctx.env.callee_qualname(call)
     dotted = call.callee_dotted()
     return q in WRITE_QUALNAMES or dotted in WRITE_DOTTED or (call.method in WRITE_METHODS and dotted not in READ_DOTTED)
-
-
-def open_for_writing(call: N.Call) -> bool:
-    """``open(path, "w")``, ``open(path, mode="ab")``, ``tf.io.gfile.GFile(path, "w")``."""
-    if call.callee_dotted() not in ("open", "io.open", "tf.io.gfile.GFile", "tf.gfile.GFile", "gfile.GFile"):
-        return False
-    mode = call.keyword("mode") or call.positional(1)
-    if mode is None or mode.value.type != "string":
-        return False
-    try:
-        text = ast.literal_eval(mode.value.value)
-    except (ValueError, SyntaxError):
-        return False
-    return isinstance(text, str) and any(c in text for c in "wax+")
 
 
 def path_arg(ctx: RuleContext, call: N.Call):
@@ -366,7 +352,7 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
             continue
         if any(N.inside(call.node, b) for b in guarded):
             continue      # read on rank 0 only, after its own write
-        if _called_on_rank0_only(ctx, scope):
+        if called_on_rank0_only(ctx, scope):
             continue      # a collective that only rank 0 reaches would wait forever
         prev = stmt.get_previous_sibling()
         if prev is not None and prev.type == "simple_stmt" and is_barrier(prev):
@@ -400,14 +386,6 @@ def _graph_session(ctx: RuleContext, call: N.Call) -> str | None:
         return None
     around = [s for s in graph.sessions if s.name and s.stmt.type == "with_stmt" and N.inside(call.node, s.stmt)]
     return max(around, key=lambda s: s.stmt.start_pos).name if around else None
-
-
-def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
-    """A function some of whose calls run under a rank guard: a barrier in it cannot be reached
-    by every rank."""
-    if fn is None or fn.type != "funcdef":
-        return False
-    return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
 
 
 def _between(stmt, write_node):

@@ -7,7 +7,8 @@ the others read a path nobody wrote; rank 0's value is broadcast to all of them
 
 Provides `sites` (the assignments to share, computed once per context; the set-up reads it
 to bind horovod.tensorflow in a Keras program) and `check` (their HVD033 findings).
-Requires: base (the rule context), tapes (the horovod.tensorflow alias), parse.nodes.
+Requires: base (the rule context), tapes (the horovod.tensorflow alias), written (the names a
+path reaches, the open-for-writing test), parse.nodes.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..parse import nodes as N
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, under_rank0_guard
 from .tapes import tf_module_alias
+from .written import open_for_writing, reached
 
 # Calls whose value differs from one process to the next, by dotted callee.
 PER_PROCESS = frozenset({
@@ -30,7 +32,6 @@ WRITE_NAMES = ("save", "save_weights", "save_model", "savefig", "savez", "savez_
                "to_csv", "write_file", "ModelCheckpoint", "CheckpointManager", "export_saved_model", "open")
 READ_NAMES = ("load_model", "load_weights", "load", "restore", "latest_checkpoint", "read_csv", "read_file",
               "open", "listdir", "glob")
-DEPTH = 3
 
 
 def sites(ctx: RuleContext) -> list:
@@ -57,17 +58,17 @@ def _find(ctx: RuleContext) -> list:
                 continue
             value = stmt.children[2]
             if mentions_hvd(value, ctx) or "broadcast_object" in ctx.source.code(value) or \
-                    under_rank0_guard(stmt, ctx) or _called_on_rank0_only(ctx, N.func_scope_of(stmt)):
+                    under_rank0_guard(stmt, ctx) or called_on_rank0_only(ctx, N.func_scope_of(stmt)):
                 continue      # (a collective that only rank 0 reaches would wait forever)
             assigned[id(stmt)] = (stmt, value)
     if not assigned:
         return []
     writes = [(c.node.start_pos, _sources(ctx, c, assigned)) for n in WRITE_NAMES for c in ctx.calls(n)
-              if n != "open" or _writes(c)]
+              if n != "open" or open_for_writing(c)]
     found = {}
     for name in READ_NAMES:
         for call in ctx.calls(name):
-            if name == "open" and _writes(call):
+            if name == "open" and open_for_writing(call):
                 continue
             for key in _sources(ctx, call, assigned):
                 if any(key in keys and pos < call.node.start_pos for pos, keys in writes):
@@ -75,35 +76,11 @@ def _find(ctx: RuleContext) -> list:
     return sorted(found.values(), key=lambda s: s[0].start_pos)
 
 
-def _called_on_rank0_only(ctx: RuleContext, fn) -> bool:
-    return fn is not None and fn.type == "funcdef" and any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
-
-
-def _writes(call: N.Call) -> bool:
-    mode = call.keyword("mode") or call.positional(1)
-    return mode is not None and mode.value.type == "string" and any(c in mode.value.value[1:-1] for c in "wax+")
-
-
 def _sources(ctx: RuleContext, call: N.Call, assigned: dict) -> set:
-    """The per-process assignments (ids) a call's arguments are computed from, a few
-    assignments deep."""
-    out, seen = set(), set()
-    todo = [(a.value, 0) for a in call.args]
-    while todo:
-        node, depth = todo.pop()
-        for leaf in N.walk(node):
-            if leaf.type != "name" or leaf.value in seen:
-                continue
-            prev = leaf.get_previous_leaf()
-            if prev is not None and prev.type == "operator" and prev.value == ".":
-                continue
-            seen.add(leaf.value)
-            for stmt, value, op in ctx.facts.assignments(leaf.value, leaf):
-                if stmt is not None and id(stmt) in assigned:
-                    out.add(id(stmt))
-                elif value is not None and not op and depth < DEPTH:
-                    todo.append((value, depth + 1))
-    return out
+    """The per-process assignments (ids) whose names a call's arguments are computed from,
+    a few assignments deep (`written.reached`)."""
+    names = set().union(*(reached(ctx, a.value) for a in call.args))
+    return {key for key, (stmt, _value) in assigned.items() if stmt.children[0].value in names}
 
 
 def module(ctx: RuleContext) -> str | None:

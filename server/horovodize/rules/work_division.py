@@ -41,6 +41,7 @@ from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and s
     _elements,
     _target_path,
     _unwrap,
+    chain_calls,
     pipeline,
     shuffle_seeds,
 )
@@ -357,7 +358,7 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
         # orders, so the shards cut after it overlap; the same seeds on every rank order them
         # alike (a seed per part, else the parts would be shuffled in step: a[i] with b[i]).
         for i, part in enumerate(_zipped(ctx, src)):
-            seeds = shuffle_seeds(ctx, part, SHARD_SEED + i)     # (one seed each: the pairs stay random)
+            seeds = shuffle_seeds(ctx, part, SHARD_SEED + i)
             if seeds is None:
                 note(ctx, src.node, "done, but a dataset zipped here is shuffled without a seed before it is "
                      "divided: each rank takes its share of its own order; give that shuffle the same seed "
@@ -388,9 +389,7 @@ def _zipped(ctx: RuleContext, call: N.Call) -> list:
             b = _binding_before(ctx, e.value, call.node)
             value = N.unparen(b.value) if b is not None and b.value is not None else None
             if value is not None and value.type in ("atom_expr", "power"):
-                calls = [N.Call(value, i) for i in range(len(value.children) - 1, 0, -1)
-                         if N.is_call_trailer(value.children[i])]
-                part = Pipeline(calls, None, False)
+                part = Pipeline(chain_calls(value), None, False)
         if part is not None:
             parts.append(part)
     return parts

@@ -3,7 +3,8 @@ which writes a ``fit``'s rank-0 callbacks make, which local callback classes run
 only, the texts a read's path reaches through assignments and how they match a written
 path (globs and name templates included), writes lifted to the calls of the functions
 holding them, the ``os.mkdir``/``os.makedirs`` -> ``exist_ok=True`` edit, and the rank-0
-guards of display-only statements that show a file rank 0 wrote (``display_guards``).
+guards of display-only statements that show a file rank 0 wrote (``display_guards``), and
+whether an ``open`` writes (``open_for_writing``).
 
 Requires: base (the rule context), analysis.effects (what a call does), hvd_facts (callback
 lists, assignments, rank tests) through the context. Used by `rank0_guards`.
@@ -11,6 +12,7 @@ lists, assignments, rank tests) through the context. Used by `rank0_guards`.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from ..analysis.effects import DISPLAY, READ, SHOWS, path_of
@@ -27,6 +29,20 @@ def norm_path(text: str) -> str:
 
 
 _norm = norm_path
+
+
+def open_for_writing(call: N.Call) -> bool:
+    """``open(path, "w")``, ``open(path, mode="ab")``, ``tf.io.gfile.GFile(path, "w")``."""
+    if call.callee_dotted() not in ("open", "io.open", "tf.io.gfile.GFile", "tf.gfile.GFile", "gfile.GFile"):
+        return False
+    mode = call.keyword("mode") or call.positional(1)
+    if mode is None or mode.value.type != "string":
+        return False
+    try:
+        text = ast.literal_eval(mode.value.value)
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(text, str) and any(c in text for c in "wax+")
 
 
 WRITE_EFFECT = "write"
