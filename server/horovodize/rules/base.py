@@ -81,6 +81,10 @@ class RuleContext:
         start, end = within.start_pos, within.end_pos
         return [c for c in found if start <= c.node.start_pos and c.node.end_pos <= end]
 
+    def classdefs(self) -> list:
+        """Every class of the file in source order, from the environment pass's index."""
+        return sorted(self.env.index.classdefs, key=lambda c: c.start_pos)
+
     # -- edit builders -------------------------------------------------------------
     @property
     def nl(self) -> str:

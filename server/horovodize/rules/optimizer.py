@@ -158,9 +158,7 @@ def _schedule_classes(ctx: RuleContext) -> dict[str, object]:
         return cached
     out: dict[str, object] = {}
     ctx._schedule_classes = out
-    for node in N.walk(ctx.source.module):
-        if node.type != "classdef":
-            continue
+    for node in ctx.classdefs():
         supers = node.get_super_arglist()
         bases = [] if supers is None else (
             [c for c in supers.children if c.type != "operator"] if supers.type == "arglist" else [supers])
