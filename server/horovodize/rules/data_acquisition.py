@@ -77,13 +77,13 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
     """What the call does to the host's files: "path" (load_data with a per-rank path),
     "fetch", "extract" (the others write the files again), or None. (A folder made by every
     rank, ``os.makedirs``/``os.mkdir``, is HVD032's: ``exist_ok=True``, whatever the folder holds.)"""
-    if call.has_star():
-        return None
     q = ctx.env.callee_qualname(call) or ""
     dotted = call.callee_dotted() or ""
     name = call.method or dotted
     if name in ctx.env.functions and "." not in dotted:
         return None                        # the program's own function of that name
+    if not _candidate(ctx, call, q, dotted, name) or call.has_star():
+        return None                        # (by name first: most calls are neither, and cheap to tell)
     m = LOAD_DATA.match(q)
     if m:
         if m.group(1) in PER_RANK_PATH and not call.args:
@@ -129,6 +129,14 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
             return "fetch"
         return None
     return None
+
+
+def _candidate(ctx: RuleContext, call: N.Call, q: str, dotted: str, name: str) -> bool:
+    """Could `acquisition` answer other than None, by the callee's name alone?"""
+    return bool(LOAD_DATA.match(q) or APPLICATION.match(q) or q in HUB or dotted in HUB
+                or name == "get_file" or dotted == "open" or dotted in FETCH_DOTTED or dotted in EXTRACT_DOTTED
+                or dotted in TEXT_FROM_URL or call.method in ("download_and_prepare", "extractall")
+                or _hub_alias(ctx, dotted))
 
 
 URL = re.compile(r"""^[rbuRBUfF]*['"](https?|ftp)://""")
@@ -199,7 +207,11 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     if ctx.env.tf_alias() is None and ctx.facts.uses_horovod:
         return                        # no tensorflow name to build the allreduce with
     wrapped: list = []                # (unit, call, kind) for the local-rank-0-first wrapper
-    models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()]   # Keras applications, hub.KerasLayer
+    # Keras applications, hub.KerasLayer: (a qualified name in keras.applications or
+    # tensorflow_hub needs that word in the text; most capitalised calls are layers)
+    text = ctx.source.text
+    models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()] \
+        if "applications" in text or "tensorflow_hub" in text else []
     for name in (*NAMES, *models):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)

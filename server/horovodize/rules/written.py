@@ -322,6 +322,25 @@ def matching_writes(ctx: RuleContext, call: N.Call, paths: list, writes: list) -
             any(path_matches(text, w[0]) or w[0] in names for text, names in found)]
 
 
+def _returning_only(ctx: RuleContext) -> list:
+    """The functions whose body is one ``return`` statement, kept with each index piece (a
+    piece's statement alone decides it), so a keystroke does not look at every function."""
+    out = []
+    for piece in ctx.env.index.parts():
+        found = piece.memo.get("returns_only")
+        if found is None:
+            found = piece.memo["returns_only"] = [fn for fn in piece.funcdefs if _returns_only(fn)]
+        out += found
+    return out
+
+
+def _returns_only(fn) -> bool:
+    """The function's body is one ``return`` statement (what `effects.shown_paths` can show)."""
+    body = fn.children[-1]
+    stmts = [c for c in getattr(body, "children", ()) if c.type not in ("newline", "indent", "dedent")]
+    return len(stmts) == 1 and bool(stmts[0].children) and stmts[0].children[0].type == "return_stmt"
+
+
 def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     """Display-only statements (``display(Image(p))``, ``embed.embed_file(p)``) of a file rank 0
     wrote: they only show something, so they run on rank 0 only, which wrote the file before
@@ -332,8 +351,10 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     if not writes:
         return out                  # (nothing rank 0 wrote: nothing to show on rank 0 only)
     shows = {id(c): c for c in (*fx.calls_of(DISPLAY), *fx.calls_of(SHOWS))}
-    for name, fns in ctx.env.functions.items():     # ``display_image(EPOCHS)``: returns a read file
-        if len(fns) == 1 and fns[0].type == "funcdef" and N.func_scope_of(fns[0]) is ctx.source.module:
+    for fn in _returning_only(ctx):                # ``display_image(EPOCHS)``: returns a read file
+        name = fn.name.value
+        fns = ctx.env.functions.get(name, ())
+        if len(fns) == 1 and fns[0] is fn and N.func_scope_of(fn) is ctx.source.module:
             shows.update((id(c), c) for c in ctx.calls(name) if c.callee_dotted() == name)
     for call in sorted(shows.values(), key=lambda c: (c.node.start_pos, c.index)):
         if statement(call) is not call.node:
