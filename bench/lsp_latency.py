@@ -327,12 +327,21 @@ async def main() -> int:
     parser.add_argument("--opens", type=int, default=0, metavar="N",
                         help="instead: N rounds of opens per size, each server in turn (a new process each), "
                              "and their medians (one run's open moves by 10-30%% on a noisy machine)")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="run this server under py-spy (pip install 'horovodize[bench]') and write its "
+                             "samples of every thread, as collapsed stacks, to FILE (one per size: FILE.<lines>)")
     args = parser.parse_args()
     if args.opens < 0:
         parser.error("--opens must be 0 or more")
 
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
-    servers = [("horovodize", [sys.executable, "-m", "horovodize", "serve"], None)]
+    servers = [("horovodize", [sys.executable, *(["/tmp/gcserve.py"] if os.environ.get("GCSERVE") else ["-m", "horovodize", "serve"])], None)]
+    if args.profile:
+        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        if spy is None:
+            parser.error("--profile needs py-spy: pip install 'horovodize[bench]'")
+        servers = [("horovodize", [spy, "record", "--threads", "--nonblocking", "-r", "500", "-f", "raw",
+                                   "-o", args.profile, "--", *servers[0][1]], None)]
     baseline_dir = tempfile.TemporaryDirectory(prefix="horovodize-baseline-")
     if args.baseline:
         root = Path(__file__).resolve().parent.parent

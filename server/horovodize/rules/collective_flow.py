@@ -69,7 +69,14 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for if_stmt, branch, witness in branches:
         for test in _tests_before(if_stmt, branch):
             tests.setdefault(id(test), (test, if_stmt, witness))
-    flows: dict[int, _PerRank] = {}
+    flows: dict[int, _PerRank] = {}       # (each flow holds it: cleared after, no cycle to collect)
+    try:
+        yield from _hangs(ctx, tf, tests, flows)
+    finally:
+        flows.clear()
+
+
+def _hangs(ctx: RuleContext, tf: str, tests: dict, flows: dict) -> Iterator[Finding]:
     for test, around, witness in sorted(tests.values(), key=lambda t: t[0].start_pos):
         if under_rank0_guard(test, ctx) or ctx.blocked("HVD080", test):
             continue
@@ -181,19 +188,16 @@ def _tests_before(if_stmt, branch) -> list:
 def _compared(test) -> list:
     """The operands of numeric comparisons in `test` (not inside a lambda or a call)."""
     out = []
-
-    def visit(node):
+    todo = [test]          # (a stack, not a recursive closure: that is a cycle for the collector)
+    while todo:
+        node = todo.pop()
         if node.type == "comparison":
             ops = node.children[1::2]
             if all(getattr(op, "value", None) in COMPARE for op in ops):
                 out.extend(node.children[0::2])
-            return
-        if node.type in ("or_test", "and_test", "not_test", "atom") or \
-                (node.type == "atom" and node.children[0] == "("):
-            for child in node.children:
-                visit(child)
-
-    visit(test)
+            continue
+        if node.type in ("or_test", "and_test", "not_test", "atom"):
+            todo.extend(reversed(node.children))
     return out
 
 
