@@ -91,8 +91,10 @@ test-stack2: $(STAMP) hvd-env-tf216
 test-vscode: $(STAMP) vscode-env
 	$(PY) -m pytest -m vscode tests/vscode
 
+# The protocol benchmark against ruff's server, same run, 1k/10k/50k lines: p50/p95/open/RSS,
+# the ratios, and issue 36's targets for the pure-Python server (the `pure` row).
 bench: $(STAMP) $(NATIVE)
-	$(PY) bench/lsp_latency.py
+	$(PY) bench/lsp_latency.py --pure
 
 clean:
 	rm -rf $(VENV) build *.egg-info server/horovodize/_native .cache/native-build
