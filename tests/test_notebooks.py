@@ -345,3 +345,68 @@ def test_to_script_of_a_refused_notebook_writes_nothing_exit_3(tmp_path):
     assert proc.returncode == 3 and not script.exists(), proc.stderr.decode()
     assert b"refused; " in proc.stderr
 
+
+
+# -- the notebook's own syntax (issue 38) ------------------------------------------------
+COLAB_HEADERS = {
+    "magic_in_try": ["try:\n", "    %tensorflow_version 2.x\n", "except Exception:\n", "    pass\n"],
+    "magic_in_if": ["IS_COLAB = True\n", "if IS_COLAB:\n", "    %pip install -q -U tensorflow-addons\n"],
+    "shell_in_if": ["import sys\n", "if 'google.colab' in sys.modules:\n", "    !pip install -q tfds-nightly \\\n",
+                    "        tensorflow-datasets\n", "print('ready')\n"],
+}
+
+
+def _cells_compile(after: dict) -> None:
+    """Each code cell of a converted notebook compiles on its own, magics masked (as
+    Jupyter runs it: IPython turns a magic into a statement first)."""
+    for i, cell in enumerate(after["cells"]):
+        if cell["cell_type"] == "code":
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            compile(notebook.mask(notebook.dedent(src)[0])[0], f"cell {i + 1}", "exec")
+
+
+@pytest.mark.parametrize("header", sorted(COLAB_HEADERS))
+def test_a_magic_inside_a_block_is_a_statement_not_an_empty_block(tmp_path, header):
+    """(a textbook's Colab header) `try:` / `    %tensorflow_version 2.x` runs in Jupyter:
+    masked as a comment the block was empty and the notebook a syntax error (exit 2)."""
+    path = tmp_path / f"{header}.ipynb"
+    path.write_text(make([COLAB_HEADERS[header], *FIT_CELLS]), encoding="utf-8")
+    check = run("check", str(path))
+    assert check.returncode == 1 and b"syntax error" not in check.stdout + check.stderr, check.stderr.decode()
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)
+    source = after["cells"][0]["source"]
+    assert [line for line in COLAB_HEADERS[header] if line.lstrip()[:1] in "%!"] == \
+        [line for line in source if line.lstrip()[:1] in "%!"]           # the magics untouched
+    _cells_compile(after)
+    script = tmp_path / "train.py"
+    assert run("convert", str(path), "--to-script", str(script)).returncode == 0
+    compile(script.read_text(encoding="utf-8"), str(script), "exec")
+    nb = notebook.load(path.read_text(encoding="utf-8"))
+    assert len(nb.program) == sum(len(c.code) + 1 for c in nb.cells)   # positions stay the cells'
+
+
+def test_a_later_cells_future_import_is_legal(tmp_path):
+    """(a library's tutorials: a `pip install` cell, then `from __future__ import ...`)
+    Jupyter compiles each cell on its own; the script puts the import at its top."""
+    future = "from __future__ import absolute_import, division, print_function\n"
+    cells = [["x = 1\n"], [future, "import numpy as np\n", "import tensorflow as tf\n"], *FIT_CELLS[1:]]
+    path = tmp_path / "future.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)
+    assert after["cells"][1]["source"][0] == future          # still the first line of its cell
+    _cells_compile(after)
+    script = tmp_path / "train.py"
+    assert run("convert", str(path), "--to-script", str(script)).returncode == 0
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith(future) and "# " + future in text
+    compile(text, str(script), "exec")
+
+
+def test_a_cell_whose_future_import_an_edit_would_displace_is_refused():
+    nb = notebook.from_cells(["x = 1\n", "from __future__ import division\nimport tensorflow as tf\n"])
+    with pytest.raises(notebook.ParseError, match="__future__"):
+        nb.check_cells({1: "import os\nfrom __future__ import division\nimport tensorflow as tf\n"})

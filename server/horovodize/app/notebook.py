@@ -129,8 +129,11 @@ class Notebook:
     def check_cells(self, new_cells: dict[int, str]) -> None:
         """Every changed cell must still parse on its own (magics masked): else ParseError."""
         for index, text in sorted(new_cells.items()):
+            masked = mask(dedent(text)[0])[0]
             try:
-                Source(mask(dedent(text)[0])[0]).check_parses()
+                Source(masked).check_parses()
+                if "__future__" in masked:          # (still at the top of its cell)
+                    _future_first(masked)
             except ParseError as e:
                 raise ParseError(f"cell {index + 1}: {e.message}", e.line, e.column)
 
@@ -185,12 +188,14 @@ class Notebook:
 
     def script(self, new_cells: dict[int, str]) -> str:
         """The converted program as a script: cells in order, magics commented out."""
-        parts = []
+        parts, futures = [], {}
         for cell in self.cells:
-            text = new_cells.get(cell.index, cell.text)
-            text = mask(dedent(text)[0], script=True)[0]
+            text = dedent(new_cells.get(cell.index, cell.text))[0]
+            if cell is not self.cells[0]:     # a later cell's __future__ import goes to the top
+                futures.update((line.strip(), None) for line in re.findall(r"^from[ \t]+__future__[^\r\n]*", text, re.M))
+            text = mask(text, script=True, future=cell is not self.cells[0])[0]
             parts.append(text if text.endswith(("\n", "\r")) or not text else text + "\n")
-        return "".join(parts)
+        return "".join(line + "\n" for line in futures) + "".join(parts)
 
     def diff(self, name: str, new_cells: dict[int, str]) -> str:
         """A unified diff per changed cell (headers name the cell)."""
@@ -281,7 +286,7 @@ def _program(raw: str, cells: list[Cell], name: str = "<notebook>") -> Notebook:
         cell.start = pos
         cell.code, cell.shift = dedent(cell.text)
         cell.lines = line_table(cell.code)
-        text, spans = mask(cell.code)
+        text, spans = mask(cell.code, future=cell is not cells[0])
         masks += [(pos + s, pos + e) for s, e in spans]
         text += "\n"              # every cell ends a statement (a separator outside every cell)
         parts.append(text)
@@ -378,30 +383,43 @@ def dedent(text: str) -> tuple[str, list[int]]:
     return "".join(line[n:] for line, n in zip(lines, shift)), shift
 
 
-def mask(text: str, script: bool = False) -> tuple[str, list[tuple[int, int]]]:
+FUTURE = re.compile(r"from[ \t]+__future__[ \t]+import\b")
+
+
+def mask(text: str, script: bool = False, future: bool = False) -> tuple[str, list[tuple[int, int]]]:
     """`text` with each IPython line (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, a
-    ``%%cell`` magic) made a comment, and the (start, end) of each. Same length (program
-    positions stay the cell's) unless `script` (then ``# `` is put before the line)."""
+    ``%%cell`` magic) made a comment (a statement inside a block), and the (start, end) of
+    each. Same length (program positions stay the cell's) unless `script` (then ``# `` is
+    put before the line). `future`: a ``from __future__ import`` line too (legal at the top
+    of any cell, as Jupyter compiles each cell on its own; not in the middle of a program)."""
     lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
     spans, out, pos = [], [], 0
     first = text.lstrip(" \t\r\n")
     whole = first.startswith("%%") and re.match(r"%%(\w+)", first) and \
         re.match(r"%%(\w+)", first).group(1) not in PYTHON_CELL_MAGICS
     starts = _logical_starts(text) if not whole else None
-    seen_code = continued = False
+    seen_code = continued = was_continued = False
     for line in lines:
         body = line.rstrip("\r\n")
         stripped = body.lstrip(" \t")
         is_magic = bool(stripped) and (whole or continued or (pos in starts and (
             stripped[0] in "%!" or _HELP.match(body) or _ASSIGN_MAGIC.match(body)
-            or (stripped.startswith("%%") and not seen_code))))
+            or (stripped.startswith("%%") and not seen_code)
+            or (future and stripped is body and FUTURE.match(body) is not None))))
         if stripped and not stripped.startswith("#"):
             seen_code = True
+        was_continued = continued
         continued = is_magic and body.endswith("\\")       # `!cmd \` goes on on the next line
         if is_magic:
             indent = len(body) - len(stripped)
+            # A magic inside a block (``if IS_COLAB:`` / ``    %pip install ...``) is a
+            # statement there, as IPython makes it (``get_ipython().run_line_magic(...)``):
+            # a comment would leave the block empty. Its continuation lines stay comments.
+            statement = indent > 0 and not was_continued and not whole
             if script:
-                new = body[:indent] + "# " + stripped
+                new = body[:indent] + ("pass  # " if statement else "# ") + stripped
+            elif statement:
+                new = body[:indent] + ("0#" + stripped[2:] if len(stripped) > 1 else "0")
             else:
                 new = body[:indent] + "#" + stripped[1:]
             spans.append((pos + indent, pos + len(body)))
@@ -410,6 +428,16 @@ def mask(text: str, script: bool = False) -> tuple[str, list[tuple[int, int]]]:
             out.append(line)
         pos += len(line)
     return "".join(out), spans
+
+
+def _future_first(text: str) -> None:
+    """ParseError when a ``from __future__`` import is not at the top of `text` (Python's
+    own compiler decides; a syntax it does not know is parso's to judge, not this)."""
+    try:
+        compile(text, "<cell>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        if "__future__" in str(e.msg):
+            raise ParseError(e.msg, e.lineno or 1, e.offset or 1)
 
 
 def _logical_starts(text: str) -> set[int]:

@@ -158,6 +158,8 @@ def _schedule_classes(ctx: RuleContext) -> dict[str, object]:
         return cached
     out: dict[str, object] = {}
     ctx._schedule_classes = out
+    if SCHEDULE_BASE.rsplit(".", 1)[-1] not in ctx.source.text:
+        return out                        # (no class can name it as its base)
     for node in ctx.classdefs():
         supers = node.get_super_arglist()
         bases = [] if supers is None else (

@@ -42,7 +42,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     if not ctx.summary.sites or any(s.distributed for s in ctx.summary.sites) or ctx.facts.uses_horovod:
         return
     calls = [(c, name) for name in STEP_ARGS for c in ctx.calls(name) if _is_schedule(ctx, c)]
-    own = [cls for cls in ctx.classdefs() if _subclasses_schedule(cls)]
+    own = [cls for cls in ctx.classdefs() if _subclasses_schedule(cls)] if BASE in ctx.source.text else []
     if not (calls or own) or not _divided(ctx):
         return
     for cls in own:

@@ -338,7 +338,8 @@ def _returns_only(fn) -> bool:
     """The function's body is one ``return`` statement (what `effects.shown_paths` can show)."""
     body = fn.children[-1]
     stmts = [c for c in getattr(body, "children", ()) if c.type not in ("newline", "indent", "dedent")]
-    return len(stmts) == 1 and bool(stmts[0].children) and stmts[0].children[0].type == "return_stmt"
+    first = getattr(stmts[0], "children", None) if len(stmts) == 1 else None   # (a leaf in a broken body)
+    return bool(first) and first[0].type == "return_stmt"
 
 
 def display_guards(ctx: RuleContext, writes: list, statement) -> list:
