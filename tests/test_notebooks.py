@@ -384,7 +384,7 @@ def test_a_magic_inside_a_block_is_a_statement_not_an_empty_block(tmp_path, head
     assert run("convert", str(path), "--to-script", str(script)).returncode == 0
     compile(script.read_text(encoding="utf-8"), str(script), "exec")
     nb = notebook.load(path.read_text(encoding="utf-8"))
-    assert len(nb.program) == sum(len(c.code) + 1 for c in nb.cells)   # positions stay the cells'
+    assert [nb.cell_at(c.start) for c in nb.cells] == nb.cells          # positions stay the cells'
 
 
 def test_a_later_cells_future_import_is_legal(tmp_path):
@@ -410,3 +410,26 @@ def test_a_cell_whose_future_import_an_edit_would_displace_is_refused():
     nb = notebook.from_cells(["x = 1\n", "from __future__ import division\nimport tensorflow as tf\n"])
     with pytest.raises(notebook.ParseError, match="__future__"):
         nb.check_cells({1: "import os\nfrom __future__ import division\nimport tensorflow as tf\n"})
+
+
+def test_a_rank0_guard_never_spans_two_cells(tmp_path):
+    """(a textbook's cats-and-dogs notebook) a print ends one cell and more prints start the
+    next; cells saved without a final newline were joined into one run of statements, so
+    one `if hvd.rank() == 0:` covered both and the next cell started indented."""
+    cells = [FIT_CELLS[0], ["import os\n", "d = '.'\n", "print('total training cat images:', len(os.listdir(d)))"],
+             ["print('total training dog images:', len(os.listdir(d)))\n", "print('x')"], *FIT_CELLS[1:]]
+    path = tmp_path / "span.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path))
+    assert proc.returncode == 0, proc.stderr.decode()
+    after = json.loads(proc.stdout)
+    _cells_compile(after)
+    assert after["cells"][1]["source"][-1] == "if hvd.rank() == 0: print('total training cat images:', len(os.listdir(d)))"
+    assert after["cells"][2]["source"] == ["if hvd.rank() == 0:\n", "    print('total training dog images:', len(os.listdir(d)))\n",
+                                           "    print('x')"]
+
+
+def test_a_cell_that_would_start_inside_the_block_of_the_cell_before_is_refused():
+    nb = notebook.from_cells(["import os\nif True:\n    x = 1", "print('a')\n"])
+    with pytest.raises(notebook.ParseError, match="cell 2: .*block"):
+        nb.check_cells({1: "    print('a')\n"})

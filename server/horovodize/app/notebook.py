@@ -94,6 +94,10 @@ class Notebook:
         out: dict[int, list[Edit]] = {}
         for e in edits:
             cell = self.cell_at(e.start)
+            if e.start == e.end and e.start > cell.start + len(cell.code) and cell is not self.cells[-1]:
+                # lines inserted on the blank line that separates two cells: the next cell's top
+                cell = self.cells[self.cells.index(cell) + 1]
+                e = Edit(cell.start, cell.start, e.new_text)
             lo, hi = e.start - cell.start, e.end - cell.start
             if lo < 0 or hi > len(cell.code):
                 line = self.locate(e.start)
@@ -128,7 +132,13 @@ class Notebook:
 
     def check_cells(self, new_cells: dict[int, str]) -> None:
         """Every changed cell must still parse on its own (magics masked): else ParseError."""
+        before = {c.index: c for c in self.cells}
         for index, text in sorted(new_cells.items()):
+            old = before.get(index)
+            if old is not None and not old.shift and re.match(r"[ \t]+\S", text):
+                # IPython would dedent it and run the block's body unguarded, on every rank
+                raise ParseError(f"cell {index + 1}: the cell would start inside a block of the cell before "
+                                 "(an edit spans two cells)", 1, 1)
             masked = mask(dedent(text)[0])[0]
             try:
                 Source(masked).check_parses()
@@ -141,8 +151,8 @@ class Notebook:
         if e.start != e.end or not e.new_text.endswith(("\n", "\r")):
             return e
         for before, cell in zip(self.cells, self.cells[1:]):
-            if cell.start == e.start:
-                end = before.start + len(before.code)
+            end = before.start + len(before.code)
+            if end < e.start <= cell.start:             # (on the separator's lines, or at the next cell)
                 if not before.code or before.code.endswith(("\n", "\r")):
                     return Edit(end, end, e.new_text)
                 nl = re.search(r"\r\n|\r|\n$", e.new_text).group(0)
@@ -288,7 +298,10 @@ def _program(raw: str, cells: list[Cell], name: str = "<notebook>") -> Notebook:
         cell.lines = line_table(cell.code)
         text, spans = mask(cell.code, future=cell is not cells[0])
         masks += [(pos + s, pos + e) for s, e in spans]
-        text += "\n"              # every cell ends a statement (a separator outside every cell)
+        # every cell ends a statement, and a blank line follows it (a separator outside every
+        # cell): the rules that group statements (one rank-0 guard around consecutive prints,
+        # `rank0_guards._apart`) end a group at a blank line, so no group spans two cells
+        text += "\n" if text.endswith(("\n", "\r")) else "\n\n"
         parts.append(text)
         pos += len(text)
     return Notebook(raw, cells, "".join(parts), masks, name)
