@@ -433,3 +433,33 @@ def test_a_cell_that_would_start_inside_the_block_of_the_cell_before_is_refused(
     nb = notebook.from_cells(["import os\nif True:\n    x = 1", "print('a')\n"])
     with pytest.raises(notebook.ParseError, match="cell 2: .*block"):
         nb.check_cells({1: "    print('a')\n"})
+
+
+# IPython lines in every position the notebooks of three public sources put them (issue 38)
+TRICKY_CELLS = [
+    *("".join(lines) for lines in COLAB_HEADERS.values()),
+    "%matplotlib inline\nimport os\n",
+    "!saved_model_cli run --dir {model_path} --tag_set serve \\\n    --signature_def serving_default \\\n"
+    "    --input_exprs 'x=1'\nprint('done')\n",
+    "files = !ls data\nmodel.summary?\n??model.fit\n",
+    "%%bash\necho hi\n  indented\n",
+    "%%time\nx = 1\n",
+    "s = '''\n%not a magic\n!nor this\n'''\nt = (1,\n     2)\n",
+    "if True:\n    !echo a\n    x = 1\nelse:\n    %time y = 2\n",
+    "def f():\n    %timeit g()\n    return 1\n",
+    "print('100%!')  # a comment with % and !\n",
+    "from __future__ import print_function\nimport numpy as np\n",
+]
+
+
+@pytest.mark.parametrize("cell", TRICKY_CELLS)
+def test_the_own_rules_mask_what_ipythons_transformer_does(cell, monkeypatch):
+    """Both paths pinned: IPython's input transformer (ipython==9.17.1, the test extra) and
+    the rules `mask` follows without it give the same masked program."""
+    pytest.importorskip("IPython.core.inputtransformer2")
+    monkeypatch.setattr(notebook, "_TRANSFORMER", [])
+    assert notebook.ipython_lines("x = 1\n", ["x = 1\n"]) == set()      # (IPython's path is taken)
+    with_ipython = notebook.mask(cell)
+    monkeypatch.setattr(notebook, "_TRANSFORMER", [None])
+    assert notebook.mask(cell) == with_ipython
+    compile(with_ipython[0], "cell", "exec")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -410,15 +411,20 @@ def mask(text: str, script: bool = False, future: bool = False) -> tuple[str, li
     first = text.lstrip(" \t\r\n")
     whole = first.startswith("%%") and re.match(r"%%(\w+)", first) and \
         re.match(r"%%(\w+)", first).group(1) not in PYTHON_CELL_MAGICS
-    starts = _logical_starts(text) if not whole else None
+    ipython = None if whole else ipython_lines(text, lines)
+    starts = _logical_starts(text) if not whole and ipython is None else None
     seen_code = continued = was_continued = False
-    for line in lines:
+    for n, line in enumerate(lines):
         body = line.rstrip("\r\n")
         stripped = body.lstrip(" \t")
-        is_magic = bool(stripped) and (whole or continued or (pos in starts and (
-            stripped[0] in "%!" or _HELP.match(body) or _ASSIGN_MAGIC.match(body)
-            or (stripped.startswith("%%") and not seen_code)
-            or (future and stripped is body and FUTURE.match(body) is not None))))
+        if ipython is not None:             # IPython's own transformer decides (`ipython_lines`)
+            is_magic = bool(stripped) and (n in ipython or (future and stripped is body
+                                                             and FUTURE.match(body) is not None))
+        else:
+            is_magic = bool(stripped) and (whole or continued or (pos in starts and (
+                stripped[0] in "%!" or _HELP.match(body) or _ASSIGN_MAGIC.match(body)
+                or (stripped.startswith("%%") and not seen_code)
+                or (future and stripped is body and FUTURE.match(body) is not None))))
         if stripped and not stripped.startswith("#"):
             seen_code = True
         was_continued = continued
@@ -441,6 +447,42 @@ def mask(text: str, script: bool = False, future: bool = False) -> tuple[str, li
             out.append(line)
         pos += len(line)
     return "".join(out), spans
+
+
+_TRANSFORMER: list = []          # [IPython's TransformerManager] once imported, [None] without IPython
+
+
+def ipython_lines(text: str, lines: list[str]) -> set[int] | None:
+    """The indexes of the lines of a cell that IPython transforms (a magic, a shell line and
+    its continuations, ``x = !cmd``, ``obj?``), found by IPython's own input transformer
+    (``IPython.core.inputtransformer2``): the lines its output does not keep. None when
+    IPython is not importable (or ``HOROVODIZE_NO_IPYTHON`` is set), or it fails on the
+    cell: then `mask` follows the same rules itself. A ``%%`` cell magic is `mask`'s."""
+    if not _TRANSFORMER:
+        manager = None
+        if not os.environ.get("HOROVODIZE_NO_IPYTHON"):
+            try:
+                from IPython.core.inputtransformer2 import TransformerManager
+                manager = TransformerManager()
+            except Exception:          # noqa: BLE001 - not installed, or broken: the own rules
+                manager = None
+        _TRANSFORMER.append(manager)
+    manager = _TRANSFORMER[0]
+    if manager is None or "get_ipython" in text or text.lstrip(" \t\r\n").startswith("%%"):
+        return None                    # (a cell that calls it itself: the diff would not tell)
+    try:
+        new = manager.transform_cell(text)
+    except Exception:                  # noqa: BLE001 - IPython gave up: the own rules
+        return None
+    if new == text:
+        return set()
+    old = [line.rstrip("\r\n") for line in lines]
+    out = set()
+    matcher = difflib.SequenceMatcher(None, old, new.split("\n"), autojunk=False)
+    for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            out.update(range(i1, i2))
+    return out
 
 
 def _future_first(text: str) -> None:
