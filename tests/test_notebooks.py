@@ -457,6 +457,7 @@ def test_the_own_rules_mask_what_ipythons_transformer_does(cell, monkeypatch):
     """Both paths pinned: IPython's input transformer (ipython==9.17.1, the test extra) and
     the rules `mask` follows without it give the same masked program."""
     pytest.importorskip("IPython.core.inputtransformer2")
+    monkeypatch.delenv("HOROVODIZE_NO_IPYTHON", raising=False)
     monkeypatch.setattr(notebook, "_TRANSFORMER", [])
     assert notebook.ipython_lines("x = 1\n", ["x = 1\n"]) == set()      # (IPython's path is taken)
     with_ipython = notebook.mask(cell)
