@@ -77,18 +77,28 @@ def _alias_candidates(index: Index) -> list:
 
 def collect_classes(env: Env) -> None:
     """Keras model subclasses, directly or through another summarised class (in order)."""
-    for node in env.index.classdefs:
-        name = node.name.value
+    for node, name, bases in _class_shapes(env.index):
         env.all_classes[name] = node
         local = []
-        for value in class_bases(node):
-            q = env.qualname(value)
-            d = N.dotted(value)
+        for d in bases:
             if d in env.all_classes and d != name:
                 local.append(d)
-            if q in ("tensorflow.keras.Model", "tensorflow.keras.Sequential") or d in env.classes:
+            if d in env.classes or env._resolve(d) in ("tensorflow.keras.Model", "tensorflow.keras.Sequential"):
                 env.classes[name] = node
         env.class_bases[name] = local
+
+
+def _class_shapes(index: Index) -> list:
+    """(classdef, name, dotted name of each base) of every class, in source order; kept with
+    each index piece (its statement alone decides them), so a keystroke reads, not walks."""
+    out = []
+    for piece in index.parts():
+        found = piece.memo.get("class_shapes")
+        if found is None:
+            found = piece.memo["class_shapes"] = [
+                (node, node.name.value, [N.dotted(value) for value in class_bases(node)]) for node in piece.classdefs]
+        out += found
+    return out
 
 
 # -- assignments -----------------------------------------------------------------------
