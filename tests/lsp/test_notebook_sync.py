@@ -263,3 +263,37 @@ async def test_server_advertises_notebook_sync(client):
     assert sync is not None
     assert sync.notebook_selector[0].notebook == "jupyter-notebook"
     assert [c.language for c in sync.notebook_selector[0].cells] == ["python"]
+
+
+COLAB = [("code", "try:\n    %tensorflow_version 2.x\nexcept Exception:\n    pass\n"),
+         ("code", "import os\nimport numpy as np\nimport tensorflow as tf\nd = '.'\n"
+                  "print('total training cat images:', len(os.listdir(d)))"),
+         ("code", "print('total training dog images:', len(os.listdir(d)))\nprint('x')"),
+         ("code", "x = np.zeros((64, 2), 'float32')\ny = np.zeros((64, 1), 'float32')\n"
+                  "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                  "model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss='mse')\nmodel.fit(x, y, epochs=4)")]
+
+
+async def test_colab_header_and_prints_across_cells(client, tmp_path):
+    """(issue 38) A magic inside a `try:` is no syntax error in the editor either, and the
+    whole-notebook conversion guards each cell's prints in that cell: every converted cell
+    compiles on its own (magics masked) and equals the CLI's conversion."""
+    from horovodize.app import notebook
+
+    path = tmp_path / "colab.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": k, "metadata": {}, "source": t, "outputs": [],
+                                           "execution_count": None} for k, t in COLAB],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    _, uris = open_notebook(client, path, COLAB)
+    diags = await published(client, uris)
+    assert not [d for ds in diags.values() for d in ds if "syntax" in d.message.lower()]
+    loop = [d for uri in uris for d in diags.get(uri, []) if d.code == "HVD101"]
+    cell = next(u for u in uris if loop[0] in diags.get(u, []))
+    whole = [a for a in await actions_for(client, cell, loop) if a.title == WHOLE_FILE_TITLE]
+    action = whole[0] if whole[0].edit is not None else await client.code_action_resolve_async(whole[0])
+    new = applied(client, action.edit)
+    for uri, text in new.items():
+        compile(notebook.mask(notebook.dedent(text)[0])[0], uri, "exec")
+    assert new[uris[2]].startswith("if hvd.rank() == 0:\n    print('total training dog images:'")
+    converted = cli_converted(path)
+    assert new == {u: text for u, (kind, text) in zip(uris, converted) if text != COLAB[uris.index(u)][1]}

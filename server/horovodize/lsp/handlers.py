@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..engine import WHOLE_FILE_TITLE
+from ..errors import UserError
 from ..parse.source import ParseError
 from . import convert, notebooks, options
 from .convert import (
@@ -173,9 +174,13 @@ def _whole_file(ls: HorovodizeServer, entry, title: str, kind: str, diagnostics)
     return action
 
 
-def _conversion_edit(ls: HorovodizeServer, entry) -> types.WorkspaceEdit:
-    if entry.notebook is not None:        # each edit in its cell
-        return entry.notebook.conversion_edit(entry.analysis, ls.encoding, ls.document_changes)
+def _conversion_edit(ls: HorovodizeServer, entry) -> types.WorkspaceEdit | None:
+    if entry.notebook is not None:        # each edit in its cell; none that leaves a cell broken
+        try:
+            return entry.notebook.conversion_edit(entry.analysis, ls.encoding, ls.document_changes)
+        except UserError as e:
+            ls.show(f"horovodize: not converted: {e}", types.MessageType.Warning)
+            return None
     edits = convert.text_edits(entry.analysis.conversion_edits(), entry.text, ls.encoding)
     return convert.workspace_edit(entry.uri, entry.version, edits, ls.document_changes)
 
@@ -269,9 +274,12 @@ async def convert_file(ls: HorovodizeServer, *args):
         ls.show(f"{name}: this editor cannot apply edits from the server (workspace/applyEdit); "
                 f"use the \"{WHOLE_FILE_TITLE}\" code action", types.MessageType.Error)
         return
+    edit = _conversion_edit(ls, entry)
+    if edit is None:                  # (a notebook cell it would leave broken: said why)
+        return
     try:
         result = await ls.request(types.WORKSPACE_APPLY_EDIT, types.ApplyWorkspaceEditParams(
-            edit=_conversion_edit(ls, entry), label=WHOLE_FILE_TITLE))
+            edit=edit, label=WHOLE_FILE_TITLE))
     except TimeoutError:
         ls.show(f"{name}: the editor did not answer the conversion's edit (workspace/applyEdit)",
                 types.MessageType.Warning)

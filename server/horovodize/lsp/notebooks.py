@@ -27,7 +27,7 @@ from lsprotocol import types
 
 from ..app import notebook
 from ..errors import UserError
-from ..parse.source import Edit, line_table
+from ..parse.source import Edit, ParseError, line_table
 from . import convert
 from .text import Text
 
@@ -115,6 +115,10 @@ class View:
         """The program's edits as TextEdits per cell uri; UserError when one would
         straddle two cells or change a magic."""
         out = {}
+        try:       # every cell the edits change must still run on its own (as the CLI refuses)
+            self.nb.check_cells(self.nb.converted_cells(edits, setup))
+        except ParseError as e:
+            raise UserError(f"{self.uri}: the edit would leave {e.message}") from None
         for i, mine in sorted(self.nb.cell_edits(self.nb.placed(edits, setup)).items()):
             out[self.cells[i].uri] = convert.text_edits(mine, self.cells[i].text, encoding)
         return out
