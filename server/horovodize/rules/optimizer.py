@@ -122,7 +122,21 @@ def _scale(ctx: RuleContext, call: N.Call, binding=None) -> Iterator[Finding]:
     if lr.value.type == "lambdef":
         return
     yield finding(ctx, "HVD010", lr.value, f"learning rate of {name} is not scaled by the number of ranks",
-                  Fix(RULES["HVD010"][1], ctx.scale(lr.value, "*")))
+                  Fix(RULES["HVD010"][1], _lr_keyword(ctx, call, lr) + ctx.scale(lr.value, "*")))
+
+
+def _lr_keyword(ctx: RuleContext, call: N.Call, lr: N.Arg) -> list[Edit]:
+    """``lr=`` of a Keras optimizer becomes ``learning_rate=``: Keras 2.11+ optimizers drop
+    ``lr`` with a warning (``Adam(lr=0.004).learning_rate`` is 0.001 on TF 2.15), so the
+    scaled rate would never be used; the legacy optimizers take both."""
+    q = ctx.env.callee_qualname(call) or ""
+    dotted = call.callee_dotted() or ""
+    spelled = ctx.env.aliases.get(dotted.partition(".")[0], "") + "." + dotted    # (the qualname drops `legacy`)
+    if lr.keyword != "lr" or "keras.optimizers" not in q or "legacy" in spelled.split("."):
+        return []
+    name = lr.node.children[0]
+    start, end = ctx.source.span(name)
+    return [Edit(start, end, "learning_rate")]
 
 
 def _default_lr(ctx: RuleContext, call: N.Call) -> str | None:
