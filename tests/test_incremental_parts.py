@@ -248,3 +248,52 @@ def test_memo_index_equals_a_fresh_index(which, groups):
             split_lines(text, keepends=True), split_lines(new, keepends=True))
         _same_index(memo.index(module), build_index(module))
         text = new
+
+
+ASSIGNING = '''import time
+import tensorflow as tf
+stamp = time.time()
+path = f"/tmp/run-{stamp}"
+
+
+def helper(x):
+    path = x + 1
+    return path
+
+
+def later():
+    global stamp
+    stamp = 0
+'''
+
+
+@pytest.mark.parametrize("old, new", [
+    ("stamp = time.time()\n", "stamp = time.time()\nstamp += 1\n"),          # a piece that assigns it added
+    ('path = f"/tmp/run-{stamp}"\n', ""),                                        # one removed
+    ("    path = x + 1\n", "    path, stamp = x + 1, 2\n"),                      # a local one changed
+    ("    return path\n", "    return path + 1\n"),                              # no assignment touched
+])
+def test_kept_assignments_by_name_equal_a_fresh_analysis(old, new):
+    """`IndexMemo.by_name` keeps each name's assignments over keystrokes (HvdFacts reads them):
+    after an edit they equal a fresh analysis' for every name and scope."""
+    from horovodize.engine import analyze
+
+    parser = IncrementalParser()
+    text = ASSIGNING
+    analyze(text, module=parser.parse(text), memo=parser.memo)
+    for name in ("stamp", "path"):                  # asked once, so the table holds them
+        analyze(text, module=parser.parse(text), memo=parser.memo).facts.assignments(name, parser.module.children[0])
+    edited = text.replace(old, new, 1)
+    kept = analyze(edited, module=parser.parse(edited), memo=parser.memo)
+    fresh = analyze(edited)
+    asked = 0
+    for name in ("stamp", "path"):
+        for scope in (kept.source.module, *kept.env.index.funcdefs):
+            got = [(s.start_pos, v.start_pos if v is not None else None, op)
+                   for s, v, op in kept.facts.assignments(name, scope.children[-1] if scope.type == "funcdef" else scope.children[0])]
+            at = next(n for n in (fresh.source.module, *fresh.env.index.funcdefs) if n.start_pos == scope.start_pos)
+            want = [(s.start_pos, v.start_pos if v is not None else None, op)
+                    for s, v, op in fresh.facts.assignments(name, at.children[-1] if at.type == "funcdef" else at.children[0])]
+            assert got == want, (name, scope.type, old, new)
+            asked += bool(want)
+    assert asked >= 2          # (the module's and a function's: the test reads real lists)

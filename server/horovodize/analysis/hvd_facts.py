@@ -271,10 +271,23 @@ class HvdFacts:
         if found is None:
             found = self._assigns[key] = []
             want = _MODULE if scope.type == "file_input" else scope
-            for piece in self.env.index.parts():
-                for stmt, value, op, where in _assigned(piece).get(name, ()):
-                    if where is want:
-                        found.append((stmt, value, op))
+            for stmt, value, op, where in self._assigned_anywhere(name):
+                if where is want:
+                    found.append((stmt, value, op))
+        return found
+
+    def _assigned_anywhere(self, name: str) -> list:
+        """Every assignment of `name` in the file, in source order. With the buffer's memo the
+        list outlives the keystroke (`IndexMemo.by_name`): only a name that a changed
+        statement assigns is looked up in every piece again."""
+        index = self.env.index
+        memo = index.history if index.version is not None else None
+        table = memo.by_name("assigned", _assigned) if memo is not None else {}
+        found = table.get(name)
+        if found is None:
+            found = [entry for piece in index.parts() for entry in _assigned(piece).get(name, ())]
+            if memo is not None:
+                table[name] = found
         return found
 
     def _param_values(self, fn, name: str) -> list:

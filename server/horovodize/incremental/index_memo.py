@@ -95,6 +95,7 @@ class IndexMemo:
         self._added: list[Index] = []            # the pieces new in this version
         self._removed: list[Index] | None = None  # ... and gone (None: not known, a whole index)
         self.calls_by_qualname: tuple | None = None  # keep.calls_by_qualname of the last version
+        self.named: dict[str, tuple] = {}        # `by_name`: kind -> (version, name -> answer)
         # keep.generation: kind -> (version, tables, object), and (kind, tables) -> object
         self.generations: dict[str, tuple] = {}
         self.by_table: dict[tuple, object] = {}
@@ -192,6 +193,23 @@ class IndexMemo:
         self._history.append((self.version, touched))
         del self._history[:-HISTORY]
         self._since = {}
+
+    def by_name(self, kind: str, keys_of) -> dict:
+        """A table name -> answer, read from the pieces that hold the name, that outlives a
+        version: the names `keys_of(piece)` gives for the pieces this version added or removed
+        are dropped, the others kept (their pieces are the same objects, in the same order).
+        Empty after a wholesale change or a version it did not see."""
+        version, table = self.named.get(kind, (None, None))
+        if version == self.version:
+            return table
+        if table is not None and version == self.version - 1 and self._removed is not None:
+            for piece in (*self._added, *self._removed):
+                for name in keys_of(piece):
+                    table.pop(name, None)
+        else:
+            table = {}
+        self.named[kind] = (self.version, table)
+        return table
 
     def count_keys(self) -> None:
         """Count now which pieces hold each key (`_merge_changes` needs the counts from
