@@ -449,6 +449,10 @@ TRICKY_CELLS = [
     "def f():\n    %timeit g()\n    return 1\n",
     "print('100%!')  # a comment with % and !\n",
     "from __future__ import print_function\nimport numpy as np\n",
+    "import os\r\n%matplotlib inline\r\nx = 1\r\n",                 # CRLF, and lone CR line ends
+    "a = 1\rb = 2\r!ls\r",
+    "x = 1",
+    "!ls",
 ]
 
 

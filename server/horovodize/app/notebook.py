@@ -450,6 +450,7 @@ def mask(text: str, script: bool = False, future: bool = False) -> tuple[str, li
 
 
 _TRANSFORMER: list = []          # [IPython's TransformerManager] once imported, [None] without IPython
+_SEEN: dict = {}                 # cell text -> `ipython_lines` answer (shared: `mask` only reads it)
 
 
 def ipython_lines(text: str, lines: list[str]) -> set[int] | None:
@@ -470,13 +471,22 @@ def ipython_lines(text: str, lines: list[str]) -> set[int] | None:
     manager = _TRANSFORMER[0]
     if manager is None or "get_ipython" in text or text.lstrip(" \t\r\n").startswith("%%"):
         return None                    # (a cell that calls it itself: the diff would not tell)
+    if text in _SEEN:                  # (the editor re-reads every cell on each keystroke)
+        return _SEEN[text]
     try:
-        new = manager.transform_cell(text)
+        new = manager.transform_cell("".join(line.rstrip("\r\n") + "\n" for line in lines))   # (\n ends only)
     except Exception:                  # noqa: BLE001 - IPython gave up: the own rules
-        return None
-    if new == text:
-        return set()
+        new = None
+    if len(_SEEN) >= 1024:
+        _SEEN.clear()
+    found = _SEEN[text] = None if new is None else _changed_lines(lines, new)
+    return found
+
+
+def _changed_lines(lines: list[str], new: str) -> set[int]:
     old = [line.rstrip("\r\n") for line in lines]
+    if new == "".join(line + "\n" for line in old):
+        return set()
     out = set()
     matcher = difflib.SequenceMatcher(None, old, new.split("\n"), autojunk=False)
     for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
