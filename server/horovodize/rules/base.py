@@ -290,6 +290,11 @@ def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
     start = src.line_start(src.offset(stmt.start_pos))
     end = ctx.stmt_end(last if last is not None else stmt)
     indent = src.indent_of(stmt)
+    # A block indented with tabs (a notebook cell's own style, whatever the file's) gets a
+    # tab after its indentation: spaces before a tab are a TabError.
+    tabbed = "\t" in indent
+    if tabbed:
+        unit = "\t"
     inside_strings = []
     siblings = [stmt]
     while last is not None and siblings[-1] is not last and siblings[-1].get_next_sibling() is not None:
@@ -303,7 +308,8 @@ def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
         eol = src.line_end(pos)
         line = src.text[pos:eol]
         if line.strip() and not any(a < pos < b for a, b in inside_strings):
-            edits.append(Edit(pos, pos, unit))
+            at = pos + len(indent) if tabbed and line.startswith(indent) else pos
+            edits.append(Edit(at, at, unit))
         if eol <= pos:
             break
         pos = eol
