@@ -69,6 +69,25 @@ def test_r1_late_import_with_an_edit_above_puts_the_setup_at_the_top(check):
     assert "import tensorflow as tf\nimport horovod.tensorflow as hvd\nhvd.init()" in head
 
 
+def test_r1_the_same_import_again_below_code_does_not_block(check):
+    """(a course's notebooks: `import tensorflow as tf` at the top, then again in a later cell)
+    the set-up follows the first import; the second binds the same name to the same module."""
+    r = check("import tensorflow as tf\nprint(tf.__version__)\nimport tensorflow as tf\n"
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+              "model.compile(optimizer='sgd', loss='mse')\nmodel.fit([1., 2.], [2., 4.], epochs=5)\n")
+    assert not r.analysis.refused
+    out = r.analysis.converted()
+    assert out.startswith("import tensorflow as tf\nimport math\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n")
+    compile(out, "converted", "exec")
+
+
+def test_r1_another_import_below_code_still_blocks(check):
+    r = check("import tensorflow as tf\nprint(tf.__version__)\nimport tensorflow.compat.v1 as tf\n"
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+              "model.compile(optimizer='sgd', loss='mse')\nmodel.fit([1., 2.], [2., 4.], epochs=5)\n")
+    assert "HVD-R1" in r.codes()
+
+
 def test_r1_import_inside_function(check):
     r = check("import os\ndef main():\n    import tensorflow as tf\n    model = tf.keras.Sequential([])\n    model.fit(x, y)\n")
     f = r.one("HVD-R1")

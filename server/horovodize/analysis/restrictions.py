@@ -176,6 +176,8 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
         where = f"inside {NESTING[nested.type]}" if nested is not None else "below other code"
         needed = node is env.tf_import or (env.tf_import is None and node is env.keras_import) or \
             any(local in setup_names for local, _ in binds)
+        if needed and nested is None and set(binds) <= _bound_at_top(env, end):
+            needed = False      # the same names bound again, as the top already did: not a late import
         first = end.children[0] if end is not None and end.type == "simple_stmt" else end
         related = [(first, "the first statement that is not an import")] if late and end is not None else []
         if needed and nested is None and N.statement_of(node) is env.setup_after:
@@ -188,6 +190,12 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
             out.append(Problem("R1", node, f"`{node.get_code(include_prefix=False)}` is {where}, not at the top of "
                                "the module (the set-up does not depend on it)", (), related=related))
     return out
+
+
+def _bound_at_top(env: Env, end) -> set:
+    """(local, full) names the module-level imports above the first code statement bind."""
+    return {b for node in env.imports if N.enclosing(node, set(NESTING)) is None
+            and (end is None or node.start_pos < end.start_pos) for b in import_bindings(node)}
 
 
 # -- R4 -----------------------------------------------------------------------------------
