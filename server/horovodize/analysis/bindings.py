@@ -31,29 +31,25 @@ if TYPE_CHECKING:                 # (annotations only: env imports this module)
 def member_aliases(env: Env) -> None:
     """``Adam = tf.optimizers.Adam`` / ``keras = tf.keras`` / ``t = tf``: resolved, so the
     sites reached through them are found, and recorded for R2/R3 (which block them)."""
-    for piece in env.index.parts():
-        candidates = piece.memo.get("member_aliases")
-        if candidates is None:
-            candidates = piece.memo["member_aliases"] = _alias_candidates(piece)
-        for stmt, name, value, src in candidates:
-            if src is None:             # ``t = importlib.import_module("tensorflow")``
-                env.module_aliases[name] = stmt
-                env.aliases[name] = "tensorflow"
-                env.tf_names.add(name)
-                continue
-            q = env.qualname(value)
-            if not q or not q.startswith("tensorflow") or src == name:
-                continue
-            if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
-                root, _, rest = src.partition(".")
-                full = env.aliases[root] + ("." + rest if rest else "")
-                env.module_aliases[name] = stmt
-                env.tf_names.add(name)
-                env.aliases[name] = full
-                env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
-            elif "." in src:
-                env.member_aliases[name] = stmt
-                env.aliases[name] = q
+    for stmt, name, value, src in env.index.kept("member_aliases", _alias_candidates):
+        if src is None:                 # ``t = importlib.import_module("tensorflow")``
+            env.module_aliases[name] = stmt
+            env.aliases[name] = "tensorflow"
+            env.tf_names.add(name)
+            continue
+        q = env.qualname(value)
+        if not q or not q.startswith("tensorflow") or src == name:
+            continue
+        if q == "tensorflow":            # ``t = tf``, ``tf = tf.compat.v1``: the module itself
+            root, _, rest = src.partition(".")
+            full = env.aliases[root] + ("." + rest if rest else "")
+            env.module_aliases[name] = stmt
+            env.tf_names.add(name)
+            env.aliases[name] = full
+            env.tf1 = env.tf1 or full.startswith("tensorflow.compat.v1")
+        elif "." in src:
+            env.member_aliases[name] = stmt
+            env.aliases[name] = q
     env._callee_q.clear()      # the aliases are final from here on
     env._alias_gen = keep.alias_generation(env)
 
@@ -77,7 +73,7 @@ def _alias_candidates(index: Index) -> list:
 
 def collect_classes(env: Env) -> None:
     """Keras model subclasses, directly or through another summarised class (in order)."""
-    for node, name, bases in _class_shapes(env.index):
+    for node, name, bases in env.index.kept("class_shapes", _class_shapes):
         env.all_classes[name] = node
         local = []
         for d in bases:
@@ -88,17 +84,9 @@ def collect_classes(env: Env) -> None:
         env.class_bases[name] = local
 
 
-def _class_shapes(index: Index) -> list:
-    """(classdef, name, dotted name of each base) of every class, in source order; kept with
-    each index piece (its statement alone decides them), so a keystroke reads, not walks."""
-    out = []
-    for piece in index.parts():
-        found = piece.memo.get("class_shapes")
-        if found is None:
-            found = piece.memo["class_shapes"] = [
-                (node, node.name.value, [N.dotted(value) for value in class_bases(node)]) for node in piece.classdefs]
-        out += found
-    return out
+def _class_shapes(piece: Index) -> list:
+    """(classdef, name, dotted name of each base) of a piece's classes (`Index.kept`)."""
+    return [(node, node.name.value, [N.dotted(value) for value in class_bases(node)]) for node in piece.classdefs]
 
 
 # -- assignments -----------------------------------------------------------------------

@@ -111,6 +111,14 @@ def path_of(call: N.Call):
     return a.value if a is not None else None
 
 
+
+def only_return(fn):
+    """The ``return`` statement that is a function's whole body, or None (a body of other
+    statements, or a leaf left by error recovery)."""
+    stmts = [c for c in getattr(fn.children[-1], "children", ()) if c.type not in ("newline", "indent", "dedent")]
+    first = getattr(stmts[0], "children", None) if len(stmts) == 1 else None
+    return first[0] if first and first[0].type == "return_stmt" else None
+
 class Effects:
     """Effects of calls, local functions and local classes of one program (asked lazily)."""
 
@@ -257,11 +265,9 @@ class Effects:
         return PIL.Image.open(f"image_at_epoch_{n:04d}.png")``): the paths it reads, which a
         bare call shows (a notebook cell's value) and nothing else uses."""
         fn = self.env.call_target(call)
-        body = fn.children[-1] if fn is not None and fn.type == "funcdef" else None
-        stmts = [c for c in getattr(body, "children", ()) if c.type not in ("newline", "indent", "dedent")]
-        if len(stmts) != 1 or not stmts[0].children or stmts[0].children[0].type != "return_stmt":
+        ret = only_return(fn) if fn is not None and fn.type == "funcdef" else None
+        if ret is None:
             return []
-        ret = stmts[0].children[0]
         inner = N.as_call(ret.children[1]) if len(ret.children) > 1 else None
         if inner is None or inner.node is not ret.children[1]:
             return []

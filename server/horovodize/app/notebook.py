@@ -203,7 +203,7 @@ class Notebook:
         for cell in self.cells:
             text = dedent(new_cells.get(cell.index, cell.text))[0]
             if cell is not self.cells[0]:     # a later cell's __future__ import goes to the top
-                futures.update((line.strip(), None) for line in re.findall(r"^from[ \t]+__future__[^\r\n]*", text, re.M))
+                futures.update((line.rstrip(), None) for line in text.splitlines() if FUTURE.match(line))
             text = mask(text, script=True, future=cell is not self.cells[0])[0]
             parts.append(text if text.endswith(("\n", "\r")) or not text else text + "\n")
         return "".join(line + "\n" for line in futures) + "".join(parts)
@@ -473,20 +473,20 @@ def ipython_lines(text: str, lines: list[str]) -> set[int] | None:
         return None                    # (a cell that calls it itself: the diff would not tell)
     if text in _SEEN:                  # (the editor re-reads every cell on each keystroke)
         return _SEEN[text]
+    old = [line.rstrip("\r\n") for line in lines]
+    unix = "".join(line + "\n" for line in old)          # (IPython is given \n line ends only)
     try:
-        new = manager.transform_cell("".join(line.rstrip("\r\n") + "\n" for line in lines))   # (\n ends only)
+        new = manager.transform_cell(unix)
     except Exception:                  # noqa: BLE001 - IPython gave up: the own rules
         new = None
     if len(_SEEN) >= 1024:
         _SEEN.clear()
-    found = _SEEN[text] = None if new is None else _changed_lines(lines, new)
+    found = _SEEN[text] = None if new is None else set() if new == unix else _changed_lines(old, new)
     return found
 
 
-def _changed_lines(lines: list[str], new: str) -> set[int]:
-    old = [line.rstrip("\r\n") for line in lines]
-    if new == "".join(line + "\n" for line in old):
-        return set()
+def _changed_lines(old: list[str], new: str) -> set[int]:
+    """The indexes of the lines of `old` that IPython's output `new` does not keep."""
     out = set()
     matcher = difflib.SequenceMatcher(None, old, new.split("\n"), autojunk=False)
     for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():

@@ -62,6 +62,18 @@ class Index:
         """The pieces in source order (the index itself when it was not built by pieces)."""
         return self.pieces or [self]
 
+    def kept(self, key: str, make) -> list:
+        """`make(piece)` (a list: what a piece's statements alone decide) of every piece, in
+        source order, each made once and kept in its piece's `memo` under `key`: a keystroke
+        reads the pieces it did not change."""
+        out = []
+        for piece in self.parts():
+            found = piece.memo.get(key)
+            if found is None:
+                found = piece.memo[key] = make(piece)
+            out += found
+        return out
+
 
 def build_index(module, owner=None) -> Index:
     """One preorder walk (recursive: the tree is shallow, and a leaf costs no stack entry).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..analysis.effects import DISPLAY, READ, SHOWS, path_of
+from ..analysis.effects import DISPLAY, READ, SHOWS, only_return, path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import RuleContext, report_note, under_rank0_guard
@@ -322,24 +322,9 @@ def matching_writes(ctx: RuleContext, call: N.Call, paths: list, writes: list) -
             any(path_matches(text, w[0]) or w[0] in names for text, names in found)]
 
 
-def _returning_only(ctx: RuleContext) -> list:
-    """The functions whose body is one ``return`` statement, kept with each index piece (a
-    piece's statement alone decides it), so a keystroke does not look at every function."""
-    out = []
-    for piece in ctx.env.index.parts():
-        found = piece.memo.get("returns_only")
-        if found is None:
-            found = piece.memo["returns_only"] = [fn for fn in piece.funcdefs if _returns_only(fn)]
-        out += found
-    return out
-
-
-def _returns_only(fn) -> bool:
-    """The function's body is one ``return`` statement (what `effects.shown_paths` can show)."""
-    body = fn.children[-1]
-    stmts = [c for c in getattr(body, "children", ()) if c.type not in ("newline", "indent", "dedent")]
-    first = getattr(stmts[0], "children", None) if len(stmts) == 1 else None   # (a leaf in a broken body)
-    return bool(first) and first[0].type == "return_stmt"
+def _returning_only(piece) -> list:
+    """A piece's functions whose body is one ``return`` statement (`Index.kept`)."""
+    return [fn for fn in piece.funcdefs if only_return(fn) is not None]
 
 
 def display_guards(ctx: RuleContext, writes: list, statement) -> list:
@@ -352,7 +337,7 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
     if not writes:
         return out                  # (nothing rank 0 wrote: nothing to show on rank 0 only)
     shows = {id(c): c for c in (*fx.calls_of(DISPLAY), *fx.calls_of(SHOWS))}
-    for fn in _returning_only(ctx):                # ``display_image(EPOCHS)``: returns a read file
+    for fn in ctx.env.index.kept("returns_only", _returning_only):   # ``display_image(EPOCHS)``
         name = fn.name.value
         fns = ctx.env.functions.get(name, ())
         if len(fns) == 1 and fns[0] is fn and N.func_scope_of(fn) is ctx.source.module:
