@@ -22,6 +22,7 @@ STAGES = [
     ("analysis",),
     ("rules",),
     ("codes", "engine"),
+    ("project",),
     ("app",),
     ("lsp",),
     ("cli", "__main__"),

@@ -313,22 +313,44 @@ def trap_warnings(path: Path, analysis: Analysis) -> list[str]:
 
 def cmd_convert(args) -> int:
     target = Path(args.path)
+    programs: dict[Path, Path] = {}         # entry -> root: the scripts converted with their project modules
     if target.is_dir():
         if not (args.diff or args.write):
             raise UserError(f"{target}: is a directory; use --diff or --write to convert every .py and .ipynb below it")
         files, skipped = python_files([args.path])
+        if not args.file_only:
+            files, programs = _plan_programs(target, files)
     else:
         files, skipped = [target], []
+        root = None if args.file_only else _program_root(target)
+        if root is not None:
+            if not (args.diff or args.write):
+                raise UserError(f"{target}: imports modules of its project ({_module_names(target, root)}): "
+                                "they are converted with it; use --diff or --write (or --file-only to convert "
+                                "this file alone)")
+            programs = {target: root}
     if args.output and (len(files) != 1 or target.is_dir()):
         raise UserError("-o/--output takes a single input file")
     if args.to_script and target.suffix != ".ipynb":
         raise UserError("--to-script takes a single notebook (.ipynb)")
     failures, changed = 0, 0
     refused = 0
+    done: dict[Path, str] = {}              # a module two programs share: its converted text
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
         try:
+            if path in programs:
+                c, r = convert_program_files(path, programs[path], args, done)
+                changed, refused = changed + c, refused + r
+                continue
+            if path.suffix == ".py" and not target.is_dir() and not args.file_only and _library_only(path):
+                print(f"{path}: a library module (only definitions: nothing runs when it is started); not "
+                      "converted: convert the script that imports it (horovodize convert ENTRY --diff), which "
+                      "converts this module with it; a script of its own needs an `if __name__ == \"__main__\":` "
+                      "block", file=sys.stderr)
+                refused += 1
+                continue
             if path.suffix == ".ipynb":
                 c, r = convert_notebook(path, args, single=len(files) == 1)
                 changed, refused = changed + c, refused + r
@@ -432,6 +454,123 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
     return int(raw != after), refused
 
 
+# -- programs of several modules (contract point 12) ----------------------------------------
+def _read(path: Path) -> str:
+    return read_source(path)
+
+
+def _program_root(path: Path) -> Path | None:
+    """The project root when the script `path` imports modules of its project, else None."""
+    from .project.layout import find_root
+    from .project.program import is_project
+
+    if path.suffix != ".py" or not path.is_file():
+        return None
+    root = find_root(path)
+    try:
+        return root if is_project(path, root, _read) else None
+    except UserError:
+        return None
+
+
+def _module_names(entry: Path, root: Path) -> str:
+    from .project.layout import Layout
+
+    layout = Layout(root, entry, _read)
+    return ", ".join(_rel(p, root) for p in layout.program()[1:])
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _library_only(path: Path) -> bool:
+    """A module of definitions only (no ``__main__`` block, nothing run at top level) that
+    trains: converting it alone would set Horovod up at its import."""
+    from .project.layout import main_block, runs_code
+
+    try:
+        source = Source(read_source(path))
+    except UserError:
+        return False
+    module = source.module
+    if main_block(module) is not None or runs_code(module):
+        return False
+    analysis = analyze(source.text, module=module)
+    return bool(analysis.summary and analysis.summary.sites) and not (analysis.facts and analysis.facts.uses_horovod)
+
+
+def _plan_programs(folder: Path, files: list[Path]) -> tuple[list[Path], dict[Path, Path]]:
+    """(the files to convert, entry -> root of each program of several modules): a module
+    a program imports is converted with it, not on its own; a library module no entry
+    imports is left out (said on stderr)."""
+    from .project.layout import Layout, project_entries
+
+    py = [f for f in files if f.suffix == ".py"]
+    try:
+        entries, imported = project_entries(folder, py, _read)
+    except UserError:
+        return files, {}
+    programs, covered = {}, set()
+    for e in entries:
+        reach = Layout(folder, e, _read).program()
+        if len(reach) > 1:
+            programs[e] = folder
+            covered.update(reach[1:])
+    out = []
+    for f in files:
+        r = f.resolve()
+        if r in covered:
+            continue
+        if f.suffix == ".py" and r in imported:
+            print(f"{f}: a library module no entry of {folder} imports; not converted on its own", file=sys.stderr)
+            continue
+        out.append(f)
+    return out, programs
+
+
+def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) -> tuple[int, int]:
+    """Convert the program `entry` starts with the project modules it imports: one report,
+    a diff per file, every file written or none. (1 if changed, 1 if refused)."""
+    from .app import report
+    from .project.program import convert_program, relocate_report
+
+    conv = convert_program(entry, _read, root, args.keras_target)
+    changes = [f for f in conv.files if f.changed]
+    for f in changes:
+        if f.path in done and done[f.path] != f.after:
+            raise UserError(f"{f.path}: two programs of {root} need different edits in this shared module; "
+                            f"convert {entry} on its own (horovodize convert {entry} --diff)")
+    if args.write:
+        for f in changes:
+            check_writable(f.path)
+    data = relocate_report(report.build(conv.analysis, str(entry)), conv)
+    print(json.dumps(data) if getattr(args, "format", "text") == "json" else report.text(data), file=sys.stderr)
+    if conv.refused:
+        return 0, 1
+    if not changes:
+        print(f"{entry}: nothing to change", file=sys.stderr)
+    for f in changes:
+        if args.diff:
+            sys.stdout.write(unified_diff(f.path, f.before, f.after))
+    if args.write:
+        for f in changes:             # (all checked writable above: a failure here is the disk's)
+            if done.get(f.path) == f.after:
+                continue
+            try:
+                write_back(f.path, f.before, f.after)
+            except ParseError as e:
+                raise UserError(f"{f.path}: conversion does not parse ({e}); file left unchanged")
+            except OSError as e:
+                raise UserError(f"{f.path}: cannot write: {e.strerror or e}")
+    for f in changes:
+        done[f.path] = f.after
+    return int(bool(changes)), 0
+
+
 def _write_out(out: Path, text: str) -> None:
     try:
         out.write_text(text, encoding="utf-8", newline="") if str(out) != "-" else sys.stdout.write(text)
@@ -509,6 +648,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "script to run with horovodrun (the report gives the command)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="format of the conversion report printed on stderr")
+    p.add_argument("--file-only", action="store_true",
+                   help="convert each file alone: its imports of project modules are read as libraries "
+                   "(by default a script is converted with the project modules it imports)")
     _keras_target_argument(p)
     p.set_defaults(func=cmd_convert)
 

@@ -3,6 +3,6 @@ rehearsal on N ranks (`verify`: converts, runs under horovodrun, compares the ra
 the stack doctor (`doctor`: can an interpreter's TensorFlow / Keras / Horovod run it), and
 the notebook input format (`notebook`: .ipynb code cells as one program, edits mapped back).
 
-Needs first: the engine. May import: parse, the engine, codes, errors. Used by the CLI and
+Needs first: the engine. May import: parse, the engine, project, codes, errors. Used by the CLI and
 the language server (lsp), never by the core.
 """

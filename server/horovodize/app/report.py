@@ -158,6 +158,9 @@ def text(report: dict) -> str:
 
 
 def _at(item: dict) -> str:
-    """``line N``, or ``cell C line N`` in a notebook (the cell's number in its `cells` list)."""
+    """``line N``, ``cell C line N`` in a notebook (the cell's number in its `cells` list), or
+    ``FILE line N`` in a program of several files."""
+    if "file" in item:
+        return f"{item['file']} line {item['line']}"
     return f"cell {item['cell']} line {item['line']}" if "cell" in item else f"line {item['line']}"
 

@@ -1,0 +1,256 @@
+"""Where a program's modules are: the project root, the project's own imports of a module
+(absolute and relative, resolved to files below the root), the imports out of sight
+(dynamic ones), and the entries of a folder.
+
+A name is resolved as Python resolves it when the entry runs (``python train.py`` puts the
+entry's folder first on ``sys.path``; ``python -m pkg.main`` the current folder, taken as
+the root): ``a/b.py`` or ``a/b/__init__.py`` below one of those bases. An import that
+resolves nowhere there is a library's (installed, or missing): not the project's.
+
+Requires: parse (Source, imports helpers). Provides: `find_root`, `Layout`, `ProjectImport`,
+`Module`, `project_entries`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..parse import nodes as N
+from ..parse.imports import dotted_name, from_module_text, from_names, import_names
+from ..parse.source import Source
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Folders that hold no project code (environments, caches, build output).
+SKIPPED_DIRS = {"site-packages", "node_modules", "__pycache__", "build", "dist", "venv", "env"}
+DYNAMIC = re.compile(r"\b(?:importlib\.import_module|__import__|import_module)\s*\(")
+
+
+def find_root(entry: Path, folder: Path | None = None) -> Path:
+    """The folder given, else the nearest folder above the entry with a pyproject.toml,
+    setup.py, setup.cfg or .git, else the entry's own folder."""
+    if folder is not None:
+        return folder.resolve()
+    start = entry.resolve().parent
+    for d in (start, *start.parents):
+        if any((d / m).exists() for m in ROOT_MARKERS):
+            return d
+    return start
+
+
+@dataclass
+class Binding:
+    """One local name an import binds to a project module (`module`; `name` None) or to a
+    name defined in one (`name`)."""
+    local: str
+    module: Path
+    name: str | None = None
+    prefix: str = ""          # how the code reads the module: ``nets.`` / ``trainer.loop.`` (modules only)
+
+
+@dataclass
+class ProjectImport:
+    """An import statement of a module that names project modules."""
+    node: object              # the import_name / import_from node
+    bindings: list[Binding]
+    star: Path | None = None  # ``from m import *``
+
+
+@dataclass
+class Module:
+    path: Path
+    text: str
+    source: Source
+    imports: list[ProjectImport] = field(default_factory=list)
+    outside: list[tuple[int, str]] = field(default_factory=list)     # (line, what is out of sight)
+
+    @property
+    def deps(self) -> list[Path]:
+        out = []
+        for imp in self.imports:
+            for p in [b.module for b in imp.bindings] + ([imp.star] if imp.star else []):
+                if p not in out:
+                    out.append(p)
+        return out
+
+
+class Layout:
+    """The project's modules as the entry's program sees them; `read(path)` gives a file's
+    text (the language server passes its open buffers)."""
+
+    def __init__(self, root: Path, entry: Path, read):
+        self.root, self.entry, self.read = root.resolve(), entry.resolve(), read
+        self.bases = [self.entry.parent] + ([self.root] if self.root != self.entry.parent else [])
+        self.modules: dict[Path, Module] = {}
+
+    def module(self, path: Path) -> Module:
+        path = path.resolve()
+        m = self.modules.get(path)
+        if m is None:
+            text = self.read(path)
+            m = self.modules[path] = Module(path, text, Source(text))
+            self._scan(m)
+        return m
+
+    def program(self) -> list[Path]:
+        """The entry and every project module it reaches, the entry first."""
+        order, todo = [], [self.entry]
+        while todo:
+            p = todo.pop(0)
+            if p in order:
+                continue
+            order.append(p)
+            todo += self.module(p).deps
+        return order
+
+    # -- resolution ---------------------------------------------------------------------
+    def file_of(self, dotted: str, base: Path | None = None) -> Path | None:
+        """The file of module `dotted` below `base` (or below each base of the program)."""
+        if not dotted:
+            return None
+        for b in [base] if base is not None else self.bases:
+            stem = b.joinpath(*dotted.split("."))
+            for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+                if candidate.is_file() and self._inside(candidate):
+                    return candidate.resolve()
+        return None
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            rel = path.resolve().relative_to(self.root)
+        except ValueError:
+            return path.resolve().parent == self.entry.parent
+        return not any(part in SKIPPED_DIRS or part.startswith(".") for part in rel.parts[:-1])
+
+    def _package_dir(self, importer: Path, level: int) -> Path:
+        d = importer.parent
+        for _ in range(level - 1):
+            d = d.parent
+        return d
+
+    def _scan(self, m: Module) -> None:
+        for node in _import_nodes(m.source.module):
+            imp = self._import(m.path, node)
+            if imp is not None:
+                m.imports.append(imp)
+        for match in DYNAMIC.finditer(m.text):
+            line = m.text.count("\n", 0, match.start()) + 1
+            m.outside.append((line, "a dynamic import: the module it loads is out of sight"))
+
+    def _import(self, importer: Path, node) -> ProjectImport | None:
+        out: list[Binding] = []
+        star = None
+        try:
+            if node.type == "import_name":
+                for dotted_node, alias in import_names(node):
+                    dotted = dotted_name(dotted_node)
+                    target = self.file_of(dotted)
+                    if target is None:
+                        continue
+                    if alias:
+                        out.append(Binding(alias, target, prefix=f"{alias}."))
+                    else:       # ``import a.b``: code reads ``a.b.f``
+                        out.append(Binding(dotted.split(".")[0], target, prefix=f"{dotted}."))
+            else:
+                text = from_module_text(node)
+                level = len(text) - len(text.lstrip("."))
+                dotted = text[level:]
+                base = self._package_dir(importer, level) if level else None
+                for name, alias in from_names(node):
+                    if name == "*":
+                        star = self.file_of(dotted, base) if dotted else None
+                        continue
+                    sub = self.file_of(f"{dotted}.{name}" if dotted else name, base)
+                    if sub is not None:           # ``from pkg import mod``: a module
+                        out.append(Binding(alias or name, sub, prefix=f"{alias or name}."))
+                        continue
+                    owner = self.file_of(dotted, base) if dotted else (
+                        (base / "__init__.py").resolve() if base is not None and (base / "__init__.py").is_file() else None)
+                    if owner is not None:
+                        out.append(Binding(alias or name, owner, name=name))
+        except (AttributeError, IndexError):      # an error-recovered import
+            return None
+        if not out and star is None:
+            return None
+        return ProjectImport(node, out, star)
+
+
+def _import_nodes(module):
+    """Every import statement of the tree, nested ones included, in source order."""
+    stack = [module]
+    found = []
+    while stack:
+        node = stack.pop()
+        if node.type in ("import_name", "import_from"):
+            found.append(node)
+            continue
+        for child in reversed(getattr(node, "children", ())):
+            if hasattr(child, "children"):
+                stack.append(child)
+    return found
+
+
+def main_block(module):
+    """The top-level ``if __name__ == "__main__":`` statement, or None."""
+    for stmt in module.children:
+        if stmt.type == "if_stmt":
+            test = stmt.children[1].get_code(include_prefix=False).replace("'", '"').replace(" ", "")
+            if test in ('__name__=="__main__"', '"__main__"==__name__'):
+                return stmt
+    return None
+
+
+def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], set[Path]]:
+    """(entries, files imported by another project file) of a folder: an entry is a file
+    no other project file imports that runs something when started (``__main__`` block, or
+    code at top level beyond definitions and imports), or a console script's module
+    (``[project.scripts]`` in pyproject.toml)."""
+    imported: set[Path] = set()
+    for f in files:
+        layout = Layout(root, f, read)
+        imported.update(p for p in layout.module(f).deps if p != f.resolve())
+    scripts = _console_scripts(root)
+    entries = []
+    for f in files:
+        r = f.resolve()
+        if r in imported or f.name == "__init__.py":
+            continue
+        module = Source(read(r)).module
+        if main_block(module) is not None or runs_code(module) or _module_name(root, r) in scripts:
+            entries.append(f)
+    return entries, imported
+
+
+def runs_code(module) -> bool:
+    for stmt in module.children:
+        if stmt.type in ("funcdef", "classdef", "decorated", "newline", "endmarker"):
+            continue
+        if stmt.type == "simple_stmt" and all(
+                c.type in ("import_name", "import_from", "newline", "string", "expr_stmt") for c in stmt.children):
+            if not any(c.type == "expr_stmt" and next(N.calls_in(c), None) is not None for c in stmt.children):
+                continue
+        return True
+    return False
+
+
+def _module_name(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _console_scripts(root: Path) -> set[str]:
+    """The modules ``[project.scripts]`` of pyproject.toml names (``pkg.cli:main`` → ``pkg.cli``)."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return set()
+    try:
+        import tomllib
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ImportError):
+        return set()
+    scripts = data.get("project", {}).get("scripts", {}) or {}
+    return {str(v).split(":")[0].strip() for v in scripts.values()}

@@ -1,0 +1,284 @@
+"""One program text of an entry and the project modules it imports, and the way back.
+
+The unchanged engine analyses one text. `link` writes the program as Python runs it: the
+entry's top block (its imports before the first project import: where the set-up goes, so
+it runs before any project module is imported), then each project module the entry reaches,
+dependencies first (a library module's ``__main__`` block left out: importing it does not
+run it), then the rest of the entry. The project imports themselves are replaced by what
+they bind (``from model import build as b`` → ``b = build``), and a module read through its
+name (``nets.build()``) is read as the name its module defines (``build()``): the engine then
+follows a model, optimizer, dataset or step across modules as it does across functions.
+
+Every piece of the linked text remembers where it came from, so an edit of the engine maps
+back to one file (`Link.file_edits`) and a linked line to (file, line) (`Link.locate_line`).
+The pieces written here (the replaced imports, the separators) are *virtual*: an edit inside
+one cannot be mapped and refuses the conversion.
+
+Requires: parse (Source, Edit, line_table), project.layout, errors. Provides: `Link`, `link`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..parse import nodes as N
+from ..parse.source import Edit, line_table
+from .layout import Binding, Layout, Module, main_block
+
+
+@dataclass(frozen=True)
+class Piece:
+    lstart: int                # offsets in the linked text
+    lend: int
+    path: Path | None          # the file the text comes from (None: a separator)
+    fstart: int                # offsets in that file: what the piece stands for
+    fend: int
+    virtual: bool              # written by the linker (stands for fstart:fend), not copied
+
+
+class Link:
+    def __init__(self, entry: Path, modules: dict[Path, Module], order: list[Path]):
+        self.entry, self.modules, self.order = entry, modules, order
+        self.parts: list[str] = []
+        self.pieces: list[Piece] = []
+        self._at = 0
+
+    # -- building -------------------------------------------------------------------------
+    def _add(self, text: str, path: Path | None, fstart: int, fend: int, virtual: bool) -> None:
+        if not text and not virtual:
+            return
+        self.pieces.append(Piece(self._at, self._at + len(text), path, fstart, fend, virtual))
+        self.parts.append(text)
+        self._at += len(text)
+
+    def _copy(self, m: Module, start: int, end: int, replaced: list[tuple[int, int, str]]) -> None:
+        """m.text[start:end] with the virtual replacements inside it."""
+        at = start
+        for s, e, new in replaced:
+            if s < start or e > end:
+                continue
+            self._add(m.text[at:s], m.path, at, s, False)
+            self._add(new, m.path, s, e, True)
+            at = e
+        self._add(m.text[at:end], m.path, at, end, False)
+        if not m.text[start:end].endswith(("\n", "\r")) and end > start:
+            self._add("\n", None, end, end, True)
+
+    def finish(self) -> None:
+        self.text = "".join(self.parts)
+        self._starts = [p.lstart for p in self.pieces]
+        self._line_starts = line_table(self.text)
+        self._file_lines = {p: line_table(m.text) for p, m in self.modules.items()}
+
+    # -- the way back ------------------------------------------------------------------------
+    def piece_at(self, offset: int, left: bool = True) -> Piece:
+        """The piece holding `offset`; at a boundary of two pieces, the left one (`left`) or
+        the right one."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        i = max(i, 0)
+        if left:
+            while i > 0 and self.pieces[i].lstart == offset and self.pieces[i - 1].lend == offset:
+                i -= 1
+        return self.pieces[i]
+
+    def locate(self, offset: int) -> tuple[Path | None, int]:
+        p = self.piece_at(offset)
+        if p.virtual:
+            return p.path, p.fstart
+        return p.path, p.fstart + offset - p.lstart
+
+    def locate_line(self, line: int) -> tuple[Path | None, int]:
+        """1-based linked line → (file, 1-based line in that file)."""
+        offset = self._line_starts[min(max(line - 1, 0), len(self._line_starts) - 1)]
+        p = self.piece_at(offset, left=False)
+        path, fo = (p.path, p.fstart) if p.virtual else (p.path, p.fstart + offset - p.lstart)
+        if path is None:
+            return None, line
+        return path, bisect.bisect_right(self._file_lines[path], fo)
+
+    def file_edits(self, edits: list[Edit]) -> dict[Path, list[Edit]]:
+        """Each edit of the linked text as an edit of its file; raises UserError for an edit
+        that touches text the linker wrote (a replaced project import, a separator)."""
+        out: dict[Path, list[Edit]] = {}
+        for e in edits:
+            path, start, end, new = self._edit(e)
+            out.setdefault(path, []).append(Edit(start, end, new))
+        return out
+
+    def _edit(self, e: Edit) -> tuple[Path, int, int, str]:
+        a = self.piece_at(e.start)
+        if e.start == e.end:
+            if a.path is None or (a.virtual and a.lstart < e.start < a.lend):
+                raise self._unmappable(e)
+            off = a.fend if a.virtual and e.start == a.lend else (
+                a.fstart if a.virtual else a.fstart + e.start - a.lstart)
+            return a.path, off, off, e.new_text
+        if a.lend <= e.start:
+            a = self.piece_at(e.start, left=False)
+        b = self.piece_at(e.end)
+        if a is b and not a.virtual:
+            return a.path, a.fstart + e.start - a.lstart, a.fstart + e.end - a.lstart, e.new_text
+        inside = [p for p in self.pieces if p.lstart < e.end and p.lend > e.start or p.lstart == p.lend and e.start < p.lstart < e.end]
+        if not inside or any(p.path != a.path for p in inside) or a.path is None \
+                or (a.virtual and e.start > a.lstart) or (b.virtual and e.end < b.lend):
+            raise self._unmappable(e)
+        path = a.path
+        start = a.fstart if a.virtual else a.fstart + e.start - a.lstart
+        end = b.fend if b.virtual else b.fstart + e.end - b.lstart
+        linked, original = self.text[e.start:e.end], self.modules[path].text[start:end]
+        if linked not in e.new_text:
+            raise self._unmappable(e)
+        return path, start, end, e.new_text.replace(linked, original, 1)
+
+    def _unmappable(self, e: Edit) -> UserError:
+        path, line = self.locate_line(self.text.count("\n", 0, e.start) + 1)
+        where = f"{path}:{line}" if path is not None else "the linked program"
+        return UserError(f"{where}: an edit of the conversion falls on a project import the program's "
+                         "link rewrote; convert that file on its own or report this case")
+
+
+def link(layout: Layout) -> Link:
+    """The linked program of `layout`'s entry (see the module docstring)."""
+    entry = layout.module(layout.entry)
+    order = _dependencies_first(layout)
+    lk = Link(layout.entry, {p: layout.module(p) for p in order + [layout.entry]}, order)
+    replaced = {p: _replacements(layout.module(p), is_entry=p == layout.entry) for p in lk.modules}
+    split = _header_end(entry)
+    lk._copy(entry, 0, split, replaced[layout.entry])
+    lk._add("pass\n", None, split, split, True)       # (ends the entry's top block: the set-up goes above)
+    for p in order:
+        m = layout.module(p)
+        lk._add("\n", None, 0, 0, True)
+        lk._copy(m, 0, len(m.text), replaced[p])
+    lk._add("\n", None, split, split, True)
+    lk._copy(entry, split, len(entry.text), replaced[layout.entry])
+    lk.finish()
+    return lk
+
+
+def _dependencies_first(layout: Layout) -> list[Path]:
+    """The project modules the entry reaches, each after the modules it imports (the entry
+    itself left out; an import cycle is broken where it closes)."""
+    done: list[Path] = []
+    seen: set[Path] = {layout.entry}
+
+    def visit(path: Path) -> None:
+        for dep in layout.module(path).deps:
+            if dep not in seen:
+                seen.add(dep)
+                visit(dep)
+                done.append(dep)
+
+    visit(layout.entry)
+    return done
+
+
+def _header_end(m: Module) -> int:
+    """Offset where the entry's top block ends: the start of the first top-level statement
+    that holds a project import (the project modules are read from there on)."""
+    first = {id(N.statement_of(imp.node)) for imp in m.imports}
+    src = m.source
+    for stmt in m.source.module.children:
+        if _holds(stmt, m) and stmt.type != "endmarker":
+            return src.line_start(src.offset(stmt.start_pos))
+    return src.line_start(src.offset(m.source.module.children[-1].start_pos)) if first else len(m.text)
+
+
+def _holds(stmt, m: Module) -> bool:
+    return any(stmt.start_pos <= imp.node.start_pos and imp.node.end_pos <= stmt.end_pos for imp in m.imports)
+
+
+def _replacements(m: Module, is_entry: bool) -> list[tuple[int, int, str]]:
+    """(start, end, new text) in `m`: each project import by what it binds, each read of a
+    project module's name by the name itself, a library's ``__main__`` block by nothing."""
+    src = m.source
+    out: list[tuple[int, int, str]] = []
+    prefixes: dict[str, list[str]] = {}
+    for imp in m.imports:
+        start, end = src.span(imp.node)
+        kept = _kept_text(imp)
+        binds = [f"{b.local} = {b.name}" for b in imp.bindings if b.name is not None and b.local != b.name]
+        out.append((start, end, "; ".join(([kept] if kept else []) + binds) or "pass"))
+        for b in imp.bindings:
+            if b.name is None:
+                prefixes.setdefault(b.prefix.split(".")[0], []).append(b.prefix)
+    if prefixes:
+        out += _prefix_reads(m, prefixes)
+    if not is_entry:
+        block = main_block(src.module)
+        if block is not None:
+            out.append((src.line_start(src.offset(block.start_pos)), src.offset(block.end_pos), ""))
+    out.sort()
+    return out
+
+
+def _kept_text(imp) -> str:
+    """The part of a mixed import (``import os, model``) that names no project module."""
+    from ..parse.imports import dotted_name, from_module_text, from_names, import_names
+
+    node = imp.node
+    locals_ = {b.local for b in imp.bindings}
+    if node.type == "import_name":
+        kept = [(dotted_name(d), a) for d, a in import_names(node)
+                if (a or dotted_name(d).split(".")[0]) not in locals_]
+        return "import " + ", ".join(f"{d} as {a}" if a else d for d, a in kept) if kept else ""
+    if imp.star is not None:
+        return ""
+    kept = [(n, a) for n, a in from_names(node) if (a or n) not in locals_]
+    return f"from {from_module_text(node)} import " + ", ".join(f"{n} as {a}" if a else n for n, a in kept) if kept else ""
+
+
+def _prefix_reads(m: Module, prefixes: dict[str, list[str]]) -> list[tuple[int, int, str]]:
+    """The spans of ``nets.`` in ``nets.build(...)`` (``trainer.loop.`` in ``trainer.loop.run``)."""
+    src = m.source
+    out = []
+    imports = [src.span(imp.node) for imp in m.imports]
+    for leaf in _names(src.module, set(prefixes)):
+        start = src.offset(leaf.start_pos)
+        if any(s <= start < e for s, e in imports):
+            continue
+        text = src.text[start:start + 200]
+        for prefix in sorted(prefixes[leaf.value], key=len, reverse=True):
+            squeezed = _match_prefix(text, prefix)
+            if squeezed:
+                out.append((start, start + squeezed, ""))
+                break
+    return out
+
+
+def _match_prefix(text: str, prefix: str) -> int:
+    """Length of `prefix` (``a.b.``) at the start of `text`, spaces around dots allowed, and
+    followed by a name; 0 when it does not match."""
+    i = 0
+    for part in prefix.rstrip(".").split("."):
+        if not text.startswith(part, i):
+            return 0
+        i += len(part)
+        while i < len(text) and text[i] in " \t":
+            i += 1
+        if i >= len(text) or text[i] != ".":
+            return 0
+        i += 1
+        while i < len(text) and text[i] in " \t":
+            i += 1
+    return i if i < len(text) and (text[i].isalpha() or text[i] == "_") else 0
+
+
+def _names(module, wanted: set[str]):
+    stack = [module]
+    while stack:
+        node = stack.pop()
+        children = getattr(node, "children", None)
+        if children is None:
+            if node.type == "name" and node.value in wanted:
+                prev = node.get_previous_leaf()
+                if prev is None or prev.value != ".":
+                    yield node
+            continue
+        stack.extend(reversed(children))
+
+
+__all__ = ["Binding", "Link", "Piece", "link"]

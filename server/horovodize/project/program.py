@@ -1,0 +1,259 @@
+"""A program of several modules converted as one (contract point 12).
+
+`convert_program` links the entry and the project modules it imports (`link`), runs the
+unchanged engine on that one text, and maps its edits back to the files they belong to:
+the set-up lands in the entry, above its first project import (so it runs before any
+project module's code), never in a library module; a library module that an edit makes
+name Horovod (or ``math``, or TensorFlow) gets that import, and nothing else of the set-up.
+The report's lines become (file, line), and point 12 lists the program's files and what is
+out of sight (a dynamic import).
+
+Requires: engine, parse (Source, Edit, apply_edits), project.layout, project.link, errors.
+Provides: `ProgramConversion`, `convert_program`, `is_project`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine import Analysis, analyze
+from ..errors import UserError
+from ..parse.imports import import_bindings
+from ..parse.source import Edit, ParseError, Source, apply_edits
+from .layout import Layout, find_root
+from .link import Link, link
+
+PROJECT_POINT = (12, "the program is the project (the entry and its project modules)")
+
+
+@dataclass
+class FileChange:
+    path: Path
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass
+class ProgramConversion:
+    entry: Path
+    root: Path
+    link: Link
+    analysis: Analysis
+    files: list[FileChange] = field(default_factory=list)      # the entry first, then the modules
+    outside: list[tuple[Path, int, str]] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.analysis.refused)
+
+    def name(self, path: Path | None) -> str:
+        if path is None:
+            return str(self.entry)
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+def is_project(entry: Path, root: Path, read) -> bool:
+    """Whether `entry` imports a module of the project (then it is converted with them)."""
+    layout = Layout(root, entry, read)
+    return bool(layout.module(entry).deps)
+
+
+def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras") -> ProgramConversion:
+    """The conversion of the program `entry` starts; raises UserError (a file that does not
+    parse, an edit that cannot be mapped back, a result that does not parse)."""
+    root = root or find_root(entry)
+    layout = Layout(root, entry, read)
+    for path in layout.program():
+        module = layout.module(path)
+        try:
+            module.source.check_parses()
+        except ParseError as e:
+            raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
+    lk = link(layout)
+    analysis = analyze(lk.text, keras_target=keras_target)
+    if analysis.error is not None:
+        raise UserError(f"{entry}: {analysis.error.message}")
+    conv = ProgramConversion(layout.entry, root.resolve(), lk, analysis)
+    for path in [layout.entry] + lk.order:
+        conv.outside += [(path, line, text) for line, text in layout.module(path).outside]
+    per_file = _placed(conv)
+    for path in [layout.entry] + lk.order:
+        before = lk.modules[path].text
+        edits = per_file.get(path, [])
+        if path != layout.entry:
+            edits = edits + _imports_needed(lk, path, edits, conv)
+        after = apply_edits(before, _sorted(edits))
+        if after != before:
+            try:
+                Source(after).check_parses()
+            except ParseError as e:
+                raise UserError(f"{path}: the conversion does not parse ({e}); nothing written")
+        conv.files.append(FileChange(path, before, after))
+    return conv
+
+
+def _sorted(edits: list[Edit]) -> list[Edit]:
+    seen, out = set(), []
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        if e not in seen:
+            seen.add(e)
+            out.append(e)
+    return out
+
+
+def _placed(conv: ProgramConversion) -> dict[Path, list[Edit]]:
+    """The conversion's edits per file, the set-up in the entry (never in a library module)."""
+    analysis, lk = conv.analysis, conv.link
+    setup = analysis.setup.fix.edits if analysis.setup is not None and analysis.setup.fix else []
+    edits = analysis.conversion_edits()
+    out: dict[Path, list[Edit]] = {}
+    for e in (e for e in edits if e in setup):     # (first: what follows the set-up at its offset stays after it)
+        path, start = lk.locate(e.start)
+        text = e.new_text
+        if path != conv.entry or e.start != e.end:
+            start = _header_offset(lk)
+            text = _own_lines(text)
+        out.setdefault(conv.entry, []).append(Edit(start, start, _with_tf(lk, text, start)))
+    for path, mapped in lk.file_edits([e for e in edits if e not in setup]).items():
+        out.setdefault(path, []).extend(mapped)
+    return out
+
+
+def _header_offset(lk: Link) -> int:
+    """Offset in the entry where its top block ends (the linker's split)."""
+    first = next(p for p in lk.pieces if p.path is None)
+    return first.fstart
+
+
+def _own_lines(text: str) -> str:
+    """The set-up's lines without the copy of a late import the engine put before them."""
+    lines = text.splitlines(keepends=True)
+    while lines and not lines[0].startswith(("import horovod", "import tensorflow")) and lines[0].startswith(("import ", "from ")):
+        lines.pop(0)
+    return "".join(lines)
+
+
+def _with_tf(lk: Link, text: str, at: int) -> str:
+    """The set-up text, with ``import tensorflow as tf`` first when its GPU pinning names a
+    TensorFlow alias the entry does not bind above `at`."""
+    m = re.search(r"\b(\w+)\.config\.experimental", text)
+    if m is None:
+        return text
+    alias = m.group(1)
+    bound = _top_bindings(lk.modules[lk.entry].source, at)
+    if alias in bound or re.search(rf"^import tensorflow as {re.escape(alias)}$", text, re.M):
+        return text
+    return f"import tensorflow as {alias}\n" + text
+
+
+def _top_bindings(source: Source, before: int | None = None) -> dict[str, str]:
+    """Local name → import line, of the module-level imports (above `before`)."""
+    out = {}
+    for stmt in source.module.children:
+        if before is not None and source.offset(stmt.start_pos) >= before:
+            break
+        for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
+            if small.type in ("import_name", "import_from"):
+                for local, _full in import_bindings(small):
+                    out[local] = small.get_code(include_prefix=False)
+    return out
+
+
+def _imports_needed(lk: Link, path: Path, edits: list[Edit], conv: ProgramConversion) -> list[Edit]:
+    """The imports a library module needs for the names its edits add (``hvd``, ``math``, a
+    TensorFlow alias): the import line the program binds it with, after the module's own
+    imports. Never ``hvd.init()``: the entry's set-up runs it."""
+    if not edits:
+        return []
+    source = lk.modules[path].source
+    own = _top_bindings(source)
+    known = _program_imports(conv)
+    used = {m.group(1) for e in edits for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\b", e.new_text)}
+    missing = [known[n] for n in sorted(used) if n in known and n not in own and not _bound_in_file(source, n)]
+    if not missing:
+        return []
+    at = _after_imports(source)
+    nl = source.newline
+    return [Edit(at, at, "".join(line + nl for line in dict.fromkeys(missing)))]
+
+
+def _program_imports(conv: ProgramConversion) -> dict[str, str]:
+    """Name → the import statement that binds it, from the set-up and every module."""
+    known: dict[str, str] = {}
+    setup = conv.analysis.setup
+    if setup is not None and setup.fix is not None:
+        for e in setup.fix.edits:
+            for line in e.new_text.splitlines():
+                m = re.match(r"import ([\w.]+) as (\w+)$", line.strip())
+                if m:
+                    known[m.group(2)] = line.strip()
+    for e in conv.analysis.conversion_edits():
+        m = re.fullmatch(r"\s*import (\w+)\s*", e.new_text)
+        if m:
+            known.setdefault(m.group(1), f"import {m.group(1)}")
+    for path in conv.link.modules:
+        for name, line in _top_bindings(conv.link.modules[path].source).items():
+            if line.startswith(("import tensorflow", "import math", "import horovod", "import numpy")):
+                known.setdefault(name, line)
+    return known
+
+
+def _bound_in_file(source: Source, name: str) -> bool:
+    return re.search(rf"^\s*(?:def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*=", source.text, re.M) is not None
+
+
+def _after_imports(source: Source) -> int:
+    """Offset after the module's top imports (after its docstring and __future__ import when
+    it has no other)."""
+    at = 0
+    for stmt in source.module.children:
+        if stmt.type == "simple_stmt" and stmt.children[0].type in ("import_name", "import_from", "string"):
+            at = source.line_end(source.offset(stmt.end_pos) - 1) if stmt.end_pos else at
+            continue
+        break
+    return at
+
+
+# -- the report ---------------------------------------------------------------------------
+def relocate_report(data: dict, conv: ProgramConversion) -> dict:
+    """The report (app/report.py's data) with linked lines made (file, line), and point 12."""
+    def where(line: int) -> tuple[str, int]:
+        path, file_line = conv.link.locate_line(line)
+        return conv.name(path), file_line
+
+    def fix(d: dict) -> None:
+        if isinstance(d.get("line"), int) and "file" not in d:
+            d["file"], d["line"] = where(d["line"])
+
+    def text(s: str) -> str:
+        return re.sub(r"\bline (\d+)", lambda m: "%s line %d" % where(int(m.group(1))), s)
+
+    for r in data["reasons"]:
+        fix(r)
+        r["message"] = text(r["message"])
+    for p in data["points"]:
+        p["reason"] = text(p["reason"])
+        for d in p["changes"] + p.get("notes", []):
+            fix(d)
+            if "note" in d:
+                d["note"] = text(d["note"])
+    files = [f for f in conv.files]
+    changed = [conv.name(f.path) for f in files if f.changed]
+    notes = [{"file": conv.name(p), "line": line, "note": t} for p, line, t in conv.outside]
+    status = "not done" if notes else ("done" if changed and not conv.refused else "nothing to change")
+    reason = "; ".join(f"{n['file']} line {n['line']}: {n['note']}" for n in notes) if notes else (
+        "one program of " + ", ".join(conv.name(f.path) for f in files))
+    data["points"].append({"point": PROJECT_POINT[0], "title": PROJECT_POINT[1], "status": status,
+                           "reason": reason, "changes": [], "notes": []})
+    data["points"].sort(key=lambda p: p["point"])
+    data["files"] = [conv.name(f.path) for f in files]
+    return data
