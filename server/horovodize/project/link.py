@@ -148,6 +148,10 @@ def link(layout: Layout) -> Link:
     replaced = {p: _replacements(layout.module(p), is_entry=p == layout.entry) for p in lk.modules}
     split = _header_end(entry)
     lk._copy(entry, 0, split, replaced[layout.entry])
+    if not _imports_tensorflow(entry, split):
+        # the modules import TensorFlow, the entry does not: the set-up (which the engine puts
+        # after the program's TensorFlow import) still goes in the entry, which imports it
+        lk._add(f"import tensorflow as {TF_ALIAS}\n", layout.entry, split, split, True)
     lk._add("pass\n", None, split, split, True)       # (ends the entry's top block: the set-up goes above)
     for p in order:
         m = layout.module(p)
@@ -157,6 +161,22 @@ def link(layout: Layout) -> Link:
     lk._copy(entry, split, len(entry.text), replaced[layout.entry])
     lk.finish()
     return lk
+
+
+TF_ALIAS = "tf"
+
+
+def _imports_tensorflow(m: Module, before: int) -> bool:
+    from ..parse.imports import import_bindings
+
+    for stmt in m.source.module.children:
+        if m.source.offset(stmt.start_pos) >= before:
+            break
+        for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
+            if small.type in ("import_name", "import_from") and any(
+                    full == "tensorflow" or full.startswith("tensorflow.") for _l, full in import_bindings(small)):
+                return True
+    return False
 
 
 def _dependencies_first(layout: Layout) -> list[Path]:

@@ -86,11 +86,12 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
     for path in [layout.entry] + lk.order:
         conv.outside += [(path, line, text) for line, text in layout.module(path).outside]
     per_file = _placed(conv)
+    moved = _move_state(conv, per_file)
     for path in [layout.entry] + lk.order:
         before = lk.modules[path].text
         edits = per_file.get(path, [])
         if path != layout.entry:
-            edits = edits + _imports_needed(lk, path, edits, conv)
+            edits = edits + _imports_needed(lk, path, edits, conv, moved.get(path, ""))
         after = apply_edits(before, _sorted(edits))
         if after != before:
             try:
@@ -125,6 +126,28 @@ def _placed(conv: ProgramConversion) -> dict[Path, list[Edit]]:
         out.setdefault(conv.entry, []).append(Edit(start, start, _with_tf(lk, text, start)))
     for path, mapped in lk.file_edits([e for e in edits if e not in setup]).items():
         out.setdefault(path, []).extend(mapped)
+    return out
+
+
+STATE = re.compile(r"^(hvd_\w+) = .*$", re.M)
+
+
+def _move_state(conv: ProgramConversion, per_file: dict[Path, list[Edit]]) -> dict[Path, str]:
+    """The module-level state the conversion adds after the set-up (``hvd_broadcast_done =
+    tf.Variable(False, ...)``) moved to the one module whose edits use it (a training step
+    in a library class): {module: the lines it gets after its imports}."""
+    entry = conv.entry
+    out: dict[Path, str] = {}
+    for e in list(per_file.get(entry, [])):
+        names = STATE.findall(e.new_text)
+        if not names or any(not STATE.match(line) for line in e.new_text.splitlines() if line.strip()):
+            continue
+        users = {path for path, edits in per_file.items()
+                 for x in edits if x is not e and any(re.search(rf"\b{n}\b", x.new_text) for n in names)}
+        if len(users) == 1 and entry not in users:
+            (home,) = users
+            per_file[entry].remove(e)
+            out[home] = out.get(home, "") + e.new_text
     return out
 
 
@@ -168,22 +191,24 @@ def _top_bindings(source: Source, before: int | None = None) -> dict[str, str]:
     return out
 
 
-def _imports_needed(lk: Link, path: Path, edits: list[Edit], conv: ProgramConversion) -> list[Edit]:
+def _imports_needed(lk: Link, path: Path, edits: list[Edit], conv: ProgramConversion, state: str = "") -> list[Edit]:
     """The imports a library module needs for the names its edits add (``hvd``, ``math``, a
     TensorFlow alias): the import line the program binds it with, after the module's own
-    imports. Never ``hvd.init()``: the entry's set-up runs it."""
-    if not edits:
+    imports, then the `state` moved to it. Never ``hvd.init()``: the entry's set-up runs it."""
+    if not edits and not state:
         return []
     source = lk.modules[path].source
     own = _top_bindings(source)
     known = _program_imports(conv)
-    used = {m.group(1) for e in edits for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\b", e.new_text)}
+    texts = [e.new_text for e in edits] + [state]
+    used = {m.group(1) for t in texts for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\b", t)}
     missing = [known[n] for n in sorted(used) if n in known and n not in own and not _bound_in_file(source, n)]
-    if not missing:
+    if not missing and not state:
         return []
     at = _after_imports(source)
     nl = source.newline
-    return [Edit(at, at, "".join(line + nl for line in dict.fromkeys(missing)))]
+    lines = list(dict.fromkeys(missing)) + state.splitlines()
+    return [Edit(at, at, "".join(line + nl for line in lines))]
 
 
 def _program_imports(conv: ProgramConversion) -> dict[str, str]:

@@ -1,0 +1,73 @@
+"""Contract point 12 on 2 ranks: a program of several modules, converted as one program.
+
+Each project of tests/projects is copied, converted with ``horovodize convert DIR --write``
+(the entry and the modules it imports, as a user would), and its entry run with
+``horovodrun -np 2 --gloo``. What the run shows is what the file-by-file conversion got
+wrong: the ranks end with the same weights (the model made in another module is
+broadcast), the rate is scaled where the optimizer is made, each rank takes half the steps
+of the data read in another module, and only rank 0 prints and writes. The set-up is in
+the entry only: no library module calls ``hvd.init()``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hvd_harness as H
+import pytest
+
+pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
+SIZE = 2
+PROJECTS = Path(__file__).resolve().parent.parent / "projects"
+
+
+@dataclass
+class Shape:
+    folder: str
+    entry: str
+    lr: float
+    per_rank: dict                          # report key -> value on every rank
+    prints: list = field(default_factory=list)
+    rank0_dir: str = ""
+
+
+SHAPES = [
+    Shape("factories", "train.py", 0.01, {"examples": 256 // SIZE}, [r"factories step 0"], "factories"),
+    Shape("package", "main.py", 0.001, {"batches": 2 * 256 // 16 // SIZE}, [r"8/8 \["], "package"),
+    Shape("library_class", "run.py", 0.005, {"steps": 256 // 16 // SIZE}, [r"agent step 0"], "agent"),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.folder for s in SHAPES])
+def test_project_converted_as_one_program_runs_distributed(shape: Shape, hvd_env, horovodize_exe, tmp_path):
+    project = tmp_path / shape.folder
+    shutil.copytree(PROJECTS / shape.folder, project)
+    proc = subprocess.run([str(horovodize_exe), "convert", str(project), "--write"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "12. the program is the project" in proc.stderr and ": done" in proc.stderr, proc.stderr
+    inits = [p.relative_to(project) for p in project.rglob("*.py") if "hvd.init()" in p.read_text()]
+    assert inits == [Path(shape.entry)], f"hvd.init() in {inits}"
+
+    run = H.horovodrun(project / shape.entry, tmp_path, np=SIZE)
+    info = (f"horovodrun exit {run.returncode}\n--- report ---\n{proc.stderr}\n--- output tail ---\n{run.tail()}")
+    assert run.returncode == 0 and not run.timed_out, info
+    reports = run.reports
+    assert sorted(reports) == list(range(SIZE)), info
+    sums = [reports[r]["checksum"] for r in range(SIZE)]
+    assert all(math.isclose(s, sums[0], rel_tol=1e-9) for s in sums), f"weights differ: {sums}\n{info}"
+    for r in range(SIZE):
+        assert math.isclose(reports[r]["lr"], shape.lr * SIZE, rel_tol=1e-5), f"rank {r} lr {reports[r]['lr']}\n{info}"
+        for key, value in shape.per_rank.items():
+            assert reports[r][key] == value, f"rank {r} {key} = {reports[r][key]}, expected {value}\n{info}"
+    for pattern in shape.prints:
+        assert re.search(pattern, run.stdout.get(0, "")), f"rank 0 did not print /{pattern}/\n{info}"
+        assert not re.search(pattern, run.stdout.get(1, "")), f"rank 1 printed /{pattern}/\n{info}"
+    out = tmp_path / "out"
+    assert (out / f"{shape.rank0_dir}-rank0").is_dir(), info
+    assert not (out / f"{shape.rank0_dir}-rank1").exists(), f"rank 1 wrote {shape.rank0_dir}\n{info}"
