@@ -98,7 +98,14 @@ def cmd_check(args) -> int:
     if args.select and not select:
         raise UserError(f"unknown code(s): {', '.join(args.select)}")
     results, errors = [], 0
-    for path in python_files(args.paths)[0]:
+    for path, root, only in _check_plan(args):
+        if root is not None:
+            try:
+                _check_program(path, root, select, args, results, only)
+            except UserError as e:
+                print(e.line(), file=sys.stderr)
+                errors += 1
+            continue
         try:
             text = read_source(path)
         except UserError as e:
@@ -322,7 +329,11 @@ def cmd_convert(args) -> int:
             files, programs = _plan_programs(target, files)
     else:
         files, skipped = [target], []
-        root = None if args.file_only else _program_root(target)
+        found = None if args.file_only else _program_for(target)
+        if found is not None and found[0] != target:
+            raise UserError(f"{target}: a module of the program {found[0]} starts; it is converted with that "
+                            f"program: horovodize convert {found[0]} --diff (or --file-only to convert this file alone)")
+        root = found[1] if found is not None else None
         if root is not None:
             if not (args.diff or args.write):
                 raise UserError(f"{target}: imports modules of its project ({_module_names(target, root)}): "
@@ -344,9 +355,10 @@ def cmd_convert(args) -> int:
                 c, r = convert_program_files(path, programs[path], args, done)
                 changed, refused = changed + c, refused + r
                 continue
-            if path.suffix == ".py" and not target.is_dir() and not args.file_only and _library_only(path):
-                print(f"{path}: a library module (only definitions: nothing runs when it is started); not "
-                      "converted: convert the script that imports it (horovodize convert ENTRY --diff), which "
+            if path.suffix == ".py" and not args.file_only and _library_only(path):
+                print(f"{path}: a library module that trains (only definitions: nothing runs when it is started); "
+                      "not converted, no set-up added: the script that imports it must set Horovod up (hvd.init(), "
+                      "GPU pinning) before it; convert that script (horovodize convert ENTRY --diff), which "
                       "converts this module with it; a script of its own needs an `if __name__ == \"__main__\":` "
                       "block", file=sys.stderr)
                 refused += 1
@@ -456,19 +468,38 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
 
 # -- programs of several modules (contract point 12) ----------------------------------------
 def _read(path: Path) -> str:
+    """A module of a program: an empty one (a package's ``__init__.py``) reads as ''."""
+    if not read_bytes(path).strip():
+        return ""
     return read_source(path)
 
 
 def _program_root(path: Path) -> Path | None:
     """The project root when the script `path` imports modules of its project, else None."""
-    from .project.layout import find_root
+    found = _program_for(path)
+    return found[1] if found is not None and found[0] == path else None
+
+
+def _program_for(path: Path) -> tuple[Path, Path] | None:
+    """(entry, root) of the program `path` belongs to: itself when it is a script that
+    imports modules of its project; for a module of definitions, the first entry of its
+    project that imports it; None for a file that is a program alone."""
+    from .project.layout import Layout, find_root, main_block, package_parent, project_entries, project_files, runs_code
     from .project.program import is_project
 
     if path.suffix != ".py" or not path.is_file():
         return None
     root = find_root(path)
     try:
-        return root if is_project(path, root, _read) else None
+        module = Source(read_source(path)).module
+        if main_block(module) is None and not runs_code(module):
+            for folder in dict.fromkeys([package_parent(path), root]):
+                entries, _imported = project_entries(folder, project_files(folder), _read)
+                for entry in entries:
+                    if path.resolve() in Layout(folder, entry, _read).program()[1:]:
+                        return entry, folder
+            return None
+        return (path, root) if is_project(path, root, _read) else None
     except UserError:
         return None
 
@@ -530,6 +561,76 @@ def _plan_programs(folder: Path, files: list[Path]) -> tuple[list[Path], dict[Pa
             continue
         out.append(f)
     return out, programs
+
+
+def _check_plan(args) -> list[tuple]:
+    """(file, project root of the program it starts or None, the one module of it to report
+    or None) for each file `check` reads."""
+    out: list[tuple] = []
+    for name in args.paths:
+        files = python_files([name])[0]
+        if getattr(args, "file_only", False):
+            out += [(f, None, None) for f in files]
+        elif Path(name).is_dir():
+            files, programs = _plan_programs(Path(name), files)
+            out += [(f, programs.get(f), None) for f in files]
+        else:
+            for f in files:
+                found = _program_for(f)
+                if found is not None and found[0] != f:
+                    print(f"{f}: a module of the program {found[0]} starts: its findings come from that program",
+                          file=sys.stderr)
+                    out.append((found[0], found[1], f))
+                else:
+                    out.append((f, found[1] if found else None, None))
+    return out
+
+
+def _check_program(entry: Path, root: Path, select, args, results: list, only: Path | None = None) -> None:
+    """`check` of a program of several modules: each finding in the file it is in (`only`:
+    the findings of that module of it)."""
+    from .project.program import analyze_program
+
+    _layout, lk, analysis = analyze_program(entry, _read, root, getattr(args, "keras_target", "tf.keras"),
+                                            strict=False)
+    sources = {p: Source(m.text, m.source.module) for p, m in lk.modules.items()}
+
+    def where(offset: int) -> tuple[Path, int, int]:
+        path, off = lk.locate(offset)
+        path = path or lk.entry
+        line, col = sources[path].position(off)
+        return path, line + 1, col + 1
+
+    for f in analysis.findings:
+        if select is not None and f.code not in select:
+            continue
+        path, l1, c1 = where(f.start)
+        if only is not None and path != only.resolve():
+            continue
+        _p2, l2, c2 = where(f.end)
+        results.append({
+            "path": _shown(path), "code": f.code, "severity": f.severity, "message": f.message,
+            "line": l1, "column": c1, "end_line": l2 if _p2 == path else l1, "end_column": c2 if _p2 == path else c1,
+            "fixable": f.fix is not None, "blocks": list(f.blocks),
+            "related": [dict(zip(("line", "column"), where(r.start)[1:]), message=r.message, path=_shown(where(r.start)[0]))
+                        for r in f.related],
+        })
+    if select is None and only is None:
+        for code, line, message in analysis.refusal_reasons():
+            if code.startswith("point "):
+                path, file_line = lk.locate_line(line)
+                results.append({"path": _shown(path or lk.entry), "code": code, "severity": "warning",
+                                "message": f"blocks convert: {message}", "line": file_line, "column": 1,
+                                "end_line": file_line, "end_column": 1, "fixable": False, "blocks": [],
+                                "related": []})
+
+
+def _shown(path: Path) -> str:
+    """A file of a program as `check` names it: relative to the working directory when below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) -> tuple[int, int]:
@@ -633,6 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="report training loops, rule sites and restriction violations")
     p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--file-only", action="store_true",
+                   help="check each file alone (by default a script is checked with the project modules it imports)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--select", action="append", metavar="CODE", help="report only these codes (repeatable)")
     _keras_target_argument(p)

@@ -201,11 +201,39 @@ def main_block(module):
     return None
 
 
+MAX_FILES = 3000
+
+
+def package_parent(path: Path) -> Path:
+    """The folder above the top package holding `path` (its own folder outside a package):
+    where a script that imports it usually is."""
+    d = path.resolve().parent
+    while (d / "__init__.py").is_file() and d.parent != d:
+        d = d.parent
+    return d
+
+
+def project_files(root: Path) -> list[Path]:
+    """The .py files below `root` (hidden folders, environments and caches left out; at
+    most MAX_FILES)."""
+    import os
+
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS
+                             and not (Path(dirpath) / d / "pyvenv.cfg").exists())
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        if len(out) >= MAX_FILES:
+            break
+    return out[:MAX_FILES]
+
+
 def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], set[Path]]:
     """(entries, files imported by another project file) of a folder: an entry is a file
     no other project file imports that runs something when started (``__main__`` block, or
     code at top level beyond definitions and imports), or a console script's module
     (``[project.scripts]`` in pyproject.toml)."""
+    root = root.resolve()
     imported: set[Path] = set()
     for f in files:
         layout = Layout(root, f, read)
@@ -235,7 +263,10 @@ def runs_code(module) -> bool:
 
 
 def _module_name(root: Path, path: Path) -> str:
-    rel = path.relative_to(root).with_suffix("")
+    try:
+        rel = path.resolve().relative_to(root.resolve()).with_suffix("")
+    except ValueError:
+        return ""
     parts = list(rel.parts)
     if parts and parts[-1] == "__init__":
         parts.pop()

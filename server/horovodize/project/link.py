@@ -74,29 +74,42 @@ class Link:
         self._file_lines = {p: line_table(m.text) for p, m in self.modules.items()}
 
     # -- the way back ------------------------------------------------------------------------
-    def piece_at(self, offset: int, left: bool = True) -> Piece:
-        """The piece holding `offset`; at a boundary of two pieces, the left one (`left`) or
-        the right one."""
-        i = bisect.bisect_right(self._starts, offset) - 1
-        i = max(i, 0)
-        if left:
-            while i > 0 and self.pieces[i].lstart == offset and self.pieces[i - 1].lend == offset:
-                i -= 1
-        return self.pieces[i]
+    def _around(self, offset: int) -> list[Piece]:
+        i = max(bisect.bisect_right(self._starts, offset) - 1, 0)
+        while i > 0 and self.pieces[i - 1].lend >= offset:
+            i -= 1
+        out = []
+        while i < len(self.pieces) and self.pieces[i].lstart <= offset:
+            if offset <= self.pieces[i].lend:
+                out.append(self.pieces[i])
+            i += 1
+        return out
 
     def locate(self, offset: int) -> tuple[Path | None, int]:
-        p = self.piece_at(offset)
-        if p.virtual:
-            return p.path, p.fstart
-        return p.path, p.fstart + offset - p.lstart
+        """(file, offset in it) of a point of the linked text. A point between two copied
+        pieces of one file (a module name read away between them) is the left one's end; a
+        point at the edge of a written piece is where that piece stands in its file."""
+        around = self._around(offset)
+        copied = [p for p in around if not p.virtual]
+        if copied:
+            inner = [p for p in copied if p.lstart < offset < p.lend] or copied
+            p = inner[0]
+            return p.path, p.fstart + offset - p.lstart
+        written = [p for p in around if p.path is not None]
+        if written:
+            p = written[0]
+            return p.path, p.fstart if offset == p.lstart else p.fend
+        return None, 0
 
     def locate_line(self, line: int) -> tuple[Path | None, int]:
         """1-based linked line → (file, 1-based line in that file)."""
         offset = self._line_starts[min(max(line - 1, 0), len(self._line_starts) - 1)]
-        p = self.piece_at(offset, left=False)
-        path, fo = (p.path, p.fstart) if p.virtual else (p.path, p.fstart + offset - p.lstart)
+        path, fo = self.locate(offset)
         if path is None:
-            return None, line
+            nxt = next((p for p in self.pieces if p.lstart >= offset and p.path is not None), None)
+            if nxt is None:
+                return None, line
+            path, fo = nxt.path, nxt.fstart
         return path, bisect.bisect_right(self._file_lines[path], fo)
 
     def file_edits(self, edits: list[Edit]) -> dict[Path, list[Edit]]:
@@ -109,20 +122,23 @@ class Link:
         return out
 
     def _edit(self, e: Edit) -> tuple[Path, int, int, str]:
-        a = self.piece_at(e.start)
         if e.start == e.end:
-            if a.path is None or (a.virtual and a.lstart < e.start < a.lend):
+            around = self._around(e.start)
+            if not any(not p.virtual for p in around) and any(p.lstart < e.start < p.lend for p in around):
+                raise self._unmappable(e)          # (inside a written piece)
+            path, off = self.locate(e.start)
+            if path is None:
                 raise self._unmappable(e)
-            off = a.fend if a.virtual and e.start == a.lend else (
-                a.fstart if a.virtual else a.fstart + e.start - a.lstart)
-            return a.path, off, off, e.new_text
-        if a.lend <= e.start:
-            a = self.piece_at(e.start, left=False)
-        b = self.piece_at(e.end)
+            return path, off, off, e.new_text
+        firsts = [p for p in self._around(e.start) if p.lstart <= e.start < p.lend]
+        lasts = [p for p in self._around(e.end) if p.lstart < e.end <= p.lend]
+        if not firsts or not lasts:
+            raise self._unmappable(e)
+        a, b = firsts[-1], lasts[0]
         if a is b and not a.virtual:
             return a.path, a.fstart + e.start - a.lstart, a.fstart + e.end - a.lstart, e.new_text
-        inside = [p for p in self.pieces if p.lstart < e.end and p.lend > e.start or p.lstart == p.lend and e.start < p.lstart < e.end]
-        if not inside or any(p.path != a.path for p in inside) or a.path is None \
+        inside = [p for p in self.pieces if p.lstart < e.end and p.lend > e.start]
+        if a.path is None or any(p.path != a.path for p in inside) \
                 or (a.virtual and e.start > a.lstart) or (b.virtual and e.end < b.lend):
             raise self._unmappable(e)
         path = a.path

@@ -67,21 +67,42 @@ def is_project(entry: Path, root: Path, read) -> bool:
     return bool(layout.module(entry).deps)
 
 
-def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras") -> ProgramConversion:
-    """The conversion of the program `entry` starts; raises UserError (a file that does not
-    parse, an edit that cannot be mapped back, a result that does not parse)."""
-    root = root or find_root(entry)
-    layout = Layout(root, entry, read)
+def analyze_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras",
+                    strict: bool = True) -> tuple[Layout, Link, Analysis]:
+    """The program `entry` starts, linked and analysed. `strict`: a module that does not
+    parse raises UserError (a conversion); else it is analysed as parso recovers it."""
+    layout = Layout(root or find_root(entry), entry, read)
     for path in layout.program():
-        module = layout.module(path)
         try:
-            module.source.check_parses()
+            layout.module(path).source.check_parses()
         except ParseError as e:
-            raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
+            if strict:
+                raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
     lk = link(layout)
     analysis = analyze(lk.text, keras_target=keras_target)
     if analysis.error is not None:
         raise UserError(f"{entry}: {analysis.error.message}")
+    analysis.findings = [f for f in analysis.findings if not _import_order_noise(lk, f)]
+    return layout, lk, analysis
+
+
+def _import_order_noise(lk: Link, finding) -> bool:
+    """HVD-R1 on a module's own top-level import: below code only in the linked text."""
+    if finding.code != "HVD-R1":
+        return False
+    path, offset = lk.locate(finding.start)
+    if path is None or path == lk.entry:
+        return False
+    text = lk.modules[path].text
+    line_start = text.rfind("\n", 0, offset) + 1
+    return line_start == offset        # (at column 0: a top-level import of that module)
+
+
+def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras") -> ProgramConversion:
+    """The conversion of the program `entry` starts; raises UserError (a file that does not
+    parse, an edit that cannot be mapped back, a result that does not parse)."""
+    root = root or find_root(entry)
+    layout, lk, analysis = analyze_program(entry, read, root, keras_target)
     conv = ProgramConversion(layout.entry, root.resolve(), lk, analysis)
     for path in [layout.entry] + lk.order:
         conv.outside += [(path, line, text) for line, text in layout.module(path).outside]
