@@ -346,7 +346,7 @@ def cmd_convert(args) -> int:
         raise UserError("--to-script takes a single notebook (.ipynb)")
     failures, changed = 0, 0
     refused = 0
-    done: dict[Path, str] = {}              # a module two programs share: its converted text
+    done: dict = {}                         # a module two programs share: its converted text
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
@@ -508,14 +508,7 @@ def _module_names(entry: Path, root: Path) -> str:
     from .project.layout import Layout
 
     layout = Layout(root, entry, _read)
-    return ", ".join(_rel(p, root) for p in layout.program()[1:])
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
+    return ", ".join(_shown(p) for p in layout.program()[1:])
 
 
 def _library_only(path: Path) -> bool:
@@ -639,7 +632,15 @@ def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) 
     from .app import report
     from .project.program import convert_program, relocate_report
 
-    conv = convert_program(entry, _read, root, args.keras_target)
+    originals = done.setdefault("originals", {})       # (what a shared module held before any program wrote it)
+
+    def read(path: Path) -> str:
+        key = path.resolve()
+        if key not in originals:
+            originals[key] = _read(path)
+        return originals[key]
+
+    conv = convert_program(entry, read, root, args.keras_target)
     changes = [f for f in conv.files if f.changed]
     for f in changes:
         if f.path in done and done[f.path] != f.after:
@@ -655,7 +656,7 @@ def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) 
     if not changes:
         print(f"{entry}: nothing to change", file=sys.stderr)
     for f in changes:
-        if args.diff:
+        if args.diff and done.get(f.path) != f.after:       # (a module two programs share: once)
             sys.stdout.write(unified_diff(f.path, f.before, f.after))
     if args.write:
         for f in changes:             # (all checked writable above: a failure here is the disk's)

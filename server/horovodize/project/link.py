@@ -124,8 +124,15 @@ class Link:
     def _edit(self, e: Edit) -> tuple[Path, int, int, str]:
         if e.start == e.end:
             around = self._around(e.start)
-            if not any(not p.virtual for p in around) and any(p.lstart < e.start < p.lend for p in around):
-                raise self._unmappable(e)          # (inside a written piece)
+            inner = [p for p in around if p.virtual and p.lstart < e.start < p.lend and p.path is not None]
+            if inner and not any(not p.virtual for p in around):
+                p = inner[0]                        # inside a written piece: only at the end of its line
+                if self.text[e.start:p.lend].strip():
+                    raise self._unmappable(e)
+                text = e.new_text
+                if text.startswith("\n") and not text.endswith("\n"):
+                    text = text[1:] + "\n"         # (after a statement → a line of its own)
+                return p.path, p.fend, p.fend, text
             path, off = self.locate(e.start)
             if path is None:
                 raise self._unmappable(e)

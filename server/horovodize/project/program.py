@@ -53,12 +53,15 @@ class ProgramConversion:
         return bool(self.analysis.refused)
 
     def name(self, path: Path | None) -> str:
-        if path is None:
-            return str(self.entry)
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
+        """A file of the program as the report names it: relative to the working directory
+        when below it (as the diff names it), else to the project root."""
+        path = path or self.entry
+        for base in (Path.cwd().resolve(), self.root):
+            try:
+                return str(path.relative_to(base))
+            except ValueError:
+                continue
+        return str(path)
 
 
 def is_project(entry: Path, root: Path, read) -> bool:
@@ -146,8 +149,19 @@ def _placed(conv: ProgramConversion) -> dict[Path, list[Edit]]:
             text = _own_lines(text)
         out.setdefault(conv.entry, []).append(Edit(start, start, _with_tf(lk, text, start)))
     for path, mapped in lk.file_edits([e for e in edits if e not in setup]).items():
-        out.setdefault(path, []).extend(mapped)
+        for e in mapped:
+            if path != conv.entry and INIT.search(e.new_text):
+                # a missing hvd.init() (a library converted by an earlier run): in the entry
+                at = _header_offset(lk)
+                line = _program_imports(conv).get("hvd", "import horovod.tensorflow as hvd")
+                bound = _top_bindings(lk.modules[conv.entry].source, at)
+                out.setdefault(conv.entry, []).append(Edit(at, at, ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"))
+                continue
+            out.setdefault(path, []).append(e)
     return out
+
+
+INIT = re.compile(r"\bhvd\.init\(\)")
 
 
 STATE = re.compile(r"^(hvd_\w+) = .*$", re.M)

@@ -1,0 +1,190 @@
+"""A program is a project (contract point 12): the CLI converts an entry script with the
+project modules it imports, as one program.
+
+Each project of tests/projects has its multi-file diff in tests/projects/expected (the
+golden: ``convert DIR --diff`` run in tests/projects). The other tests hold what a user
+relies on: the set-up in the entry only, above its first project import; a library module
+gets the imports its edits need and never ``hvd.init()``; ``--write`` writes every file or
+none; a module given alone is checked through the program that imports it and is not
+converted alone; a folder of library code gets no set-up; a dynamic import is said to be
+out of sight; ``--file-only`` is the one-file conversion; converting twice changes nothing.
+The link itself (one text of several files, and the way back) is tested on its own below.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from horovodize.errors import UserError
+from horovodize.parse.source import Edit
+from horovodize.project.layout import Layout
+from horovodize.project.link import link
+
+PROJECTS = Path(__file__).resolve().parent / "projects"
+EXE = Path(sys.executable).parent / "horovodize"
+SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic"]
+
+
+def run(*args, cwd=None):
+    return subprocess.run([str(EXE), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def read(path):
+    return Path(path).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_multi_file_diff_matches_the_golden(shape):
+    proc = run("convert", shape, "--diff", cwd=PROJECTS)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (PROJECTS / "expected" / f"{shape}.diff").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_written_project_converts_again_to_nothing(shape, tmp_path):
+    project = tmp_path / shape
+    shutil.copytree(PROJECTS / shape, project)
+    first = run("convert", str(project), "--write")
+    assert first.returncode == 0, first.stderr
+    again = run("convert", str(project), "--diff")
+    assert again.returncode == 0 and again.stdout == "", again.stdout
+    for path in project.rglob("*.py"):
+        text = path.read_text()
+        compile(text, str(path), "exec")
+        if "hvd.init()" in text:
+            assert "__init__" not in path.name and path.parent == project, f"set-up in a library module: {path}"
+
+
+def test_setup_goes_in_the_entry_above_its_first_project_import():
+    text = run("convert", "factories", "--diff", cwd=PROJECTS).stdout
+    entry = text.split("--- a/factories/data.py")[0]
+    assert entry.index("+hvd.init()") < entry.index(" from data import load")
+    for module in ("data.py", "model.py"):
+        part = text.split(f"--- a/factories/{module}")[1].split("--- a/")[0]
+        assert "+import horovod.tensorflow as hvd" in part and "hvd.init()" not in part
+
+
+def test_report_places_each_change_in_its_file():
+    proc = run("convert", "factories", "--diff", cwd=PROJECTS)
+    report = proc.stderr
+    assert "factories/model.py line 13: HVD010" in report        # the rate scaled where the optimizer is made
+    assert "factories/data.py line 8: HVD041" in report          # the data divided where it is read
+    assert "factories/train.py line 22: HVD021" in report        # the broadcast where the step runs
+    assert "12. the program is the project (the entry and its project modules): done" in report
+
+
+def test_entry_alone_without_diff_or_write_is_refused_with_the_reason():
+    proc = run("convert", "factories/train.py", cwd=PROJECTS)
+    assert proc.returncode == 2
+    assert "imports modules of its project (factories/data.py, factories/model.py)" in proc.stderr and "--diff or --write" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_refused_program_writes_no_file(tmp_path):
+    project = tmp_path / "factories"
+    shutil.copytree(PROJECTS / "factories", project)
+    model = project / "model.py"       # a late TensorFlow import in a nested block refuses the conversion
+    model.write_text(read(model).replace("def make_optimizer(lr=0.01):\n",
+                                         "def make_optimizer(lr=0.01):\n    import tensorflow as tf\n"))
+    before = {p: p.read_bytes() for p in project.glob("*.py")}
+    proc = run("convert", str(project / "train.py"), "--write")
+    assert {p: p.read_bytes() for p in project.glob("*.py")} == before, proc.stderr
+    assert proc.returncode == 3 and "NOT CONVERTED" in proc.stderr, proc.stderr
+
+
+def test_write_writes_every_file_or_none(tmp_path):
+    project = tmp_path / "factories"
+    shutil.copytree(PROJECTS / "factories", project)
+    before = {p: p.read_bytes() for p in project.glob("*.py")}
+    os.chmod(project / "model.py", 0o444)
+    try:
+        if os.access(project / "model.py", os.W_OK):
+            pytest.skip("root writes read-only files")
+        proc = run("convert", str(project / "train.py"), "--write")
+    finally:
+        os.chmod(project / "model.py", 0o644)
+    assert proc.returncode == 2 and "model.py" in proc.stderr
+    assert {p: p.read_bytes() for p in project.glob("*.py")} == before
+
+
+def test_module_is_checked_through_the_program_and_not_converted_alone():
+    proc = run("check", "package/trainer/loop.py", cwd=PROJECTS)
+    assert proc.returncode == 1
+    assert "a module of the program" in proc.stderr and "main.py starts" in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines and all(line.startswith("package/trainer/loop.py:") for line in lines)
+    assert any(" HVD010 " in line for line in lines) and not any(" HVD002 " in line for line in lines)
+    conv = run("convert", "package/trainer/loop.py", "--diff", cwd=PROJECTS)
+    assert conv.returncode == 2 and "convert" in conv.stderr and "main.py" in conv.stderr and conv.stdout == ""
+
+
+def test_check_of_an_entry_reports_findings_in_every_module():
+    proc = run("check", "library_class/run.py", cwd=PROJECTS)
+    files = {line.split(":")[0] for line in proc.stdout.splitlines()}
+    assert files == {"library_class/run.py", "library_class/agent/core.py"}
+
+
+def test_folder_of_library_code_gets_no_setup(tmp_path):
+    agent = tmp_path / "agent"
+    shutil.copytree(PROJECTS / "library_class" / "agent", agent)
+    before = read(agent / "core.py")
+    proc = run("convert", str(agent), "--write")
+    assert proc.returncode == 3
+    assert "library module that trains" in proc.stderr and "must set Horovod up" in proc.stderr
+    assert read(agent / "core.py") == before
+
+
+def test_dynamic_import_is_out_of_sight_not_nothing_to_change():
+    proc = run("convert", "dynamic", "--diff", cwd=PROJECTS)
+    assert "12. the program is the project (the entry and its project modules): not done" in proc.stderr
+    assert "dynamic/train.py line 11: a dynamic import" in proc.stderr
+
+
+def test_file_only_converts_the_entry_alone():
+    proc = run("convert", "--file-only", "factories/train.py", cwd=PROJECTS)
+    assert proc.returncode == 0, proc.stderr
+    assert "hvd.init()" in proc.stdout and "12. the program is the project" not in proc.stderr
+
+
+def test_two_entries_share_one_module_converted_once():
+    proc = run("convert", "two_entries", "--diff", cwd=PROJECTS)
+    assert proc.stdout.count("--- a/two_entries/common/model.py") == 1
+    assert proc.stdout.count("+hvd.init()") == 2
+
+
+# -- the link ----------------------------------------------------------------------------
+def _link(project: Path, entry: str):
+    return link(Layout(project, project / entry, read))
+
+
+def test_link_reads_module_names_as_the_names_they_define():
+    lk = _link(PROJECTS / "package", "main.py")
+    text = lk.text
+    assert "loop.run(" not in text and "run(parse_args())" in text
+    assert "nets.regressor()" not in text and "regressor()" in text
+    assert text.index("def regressor") < text.index("def run(") < text.index("def parse_args")
+
+
+def test_link_maps_lines_and_edits_back_to_their_files():
+    project = PROJECTS / "factories"
+    lk = _link(project, "train.py")
+    at = lk.text.index("return tf.keras.optimizers.SGD")
+    line = lk.text.count("\n", 0, at) + 1
+    assert lk.locate_line(line) == ((project / "model.py").resolve(), 13)
+    edits = lk.file_edits([Edit(at, at, "X"), Edit(at + 7, at + 9, "tensorflow")])
+    model = (project / "model.py").resolve()
+    offset = read(model).index("return tf.keras.optimizers.SGD")
+    assert edits == {model: [Edit(offset, offset, "X"), Edit(offset + 7, offset + 9, "tensorflow")]}
+
+
+def test_edit_on_a_rewritten_import_is_refused():
+    lk = _link(PROJECTS / "factories", "train.py")
+    at = lk.text.index("pass\n", lk.text.index("def make_optimizer"))      # the entry's `from data import load`
+    with pytest.raises(UserError, match="project import"):
+        lk.file_edits([Edit(at + 1, at + 3, "xx")])
