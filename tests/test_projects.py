@@ -89,9 +89,9 @@ def test_entry_alone_without_diff_or_write_is_refused_with_the_reason():
 def test_refused_program_writes_no_file(tmp_path):
     project = tmp_path / "factories"
     shutil.copytree(PROJECTS / "factories", project)
-    model = project / "model.py"       # a late TensorFlow import in a nested block refuses the conversion
-    model.write_text(read(model).replace("def make_optimizer(lr=0.01):\n",
-                                         "def make_optimizer(lr=0.01):\n    import tensorflow as tf\n"))
+    model = project / "model.py"       # a tf.distribute strategy in a module refuses the conversion
+    model.write_text(read(model).replace("def build_model():\n",
+                                         "def build_model():\n    tf.distribute.MirroredStrategy()\n"))
     before = {p: p.read_bytes() for p in project.glob("*.py")}
     proc = run("convert", str(project / "train.py"), "--write")
     assert {p: p.read_bytes() for p in project.glob("*.py")} == before, proc.stderr

@@ -319,6 +319,8 @@ def trap_warnings(path: Path, analysis: Analysis) -> list[str]:
 
 
 def cmd_convert(args) -> int:
+    from .project import plan
+
     target = Path(args.path)
     programs: dict[Path, Path] = {}         # entry -> root: the scripts converted with their project modules
     if target.is_dir():
@@ -326,17 +328,17 @@ def cmd_convert(args) -> int:
             raise UserError(f"{target}: is a directory; use --diff or --write to convert every .py and .ipynb below it")
         files, skipped = python_files([args.path])
         if not args.file_only:
-            files, programs = _plan_programs(target, files)
+            files, programs = _plan(target, files)
     else:
         files, skipped = [target], []
-        found = None if args.file_only else _program_for(target)
+        found = None if args.file_only else plan.program_for(target, _read)
         if found is not None and found[0] != target:
             raise UserError(f"{target}: a module of the program {found[0]} starts; it is converted with that "
                             f"program: horovodize convert {found[0]} --diff (or --file-only to convert this file alone)")
         root = found[1] if found is not None else None
         if root is not None:
             if not (args.diff or args.write):
-                raise UserError(f"{target}: imports modules of its project ({_module_names(target, root)}): "
+                raise UserError(f"{target}: imports modules of its project ({plan.module_names(target, root, _read)}): "
                                 "they are converted with it; use --diff or --write (or --file-only to convert "
                                 "this file alone)")
             programs = {target: root}
@@ -347,15 +349,16 @@ def cmd_convert(args) -> int:
     failures, changed = 0, 0
     refused = 0
     done: dict = {}                         # a module two programs share: its converted text
+    prepared = plan.prepare(programs, args.keras_target, done, _read) if target.is_dir() else {}
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
         try:
             if path in programs:
-                c, r = convert_program_files(path, programs[path], args, done)
+                c, r = convert_program_files(path, programs[path], args, done, prepared.get(path))
                 changed, refused = changed + c, refused + r
                 continue
-            if path.suffix == ".py" and not args.file_only and _library_only(path):
+            if path.suffix == ".py" and not args.file_only and plan.library_only(path, _read):
                 print(f"{path}: a library module that trains (only definitions: nothing runs when it is started); "
                       "not converted, no set-up added: the script that imports it must set Horovod up (hvd.init(), "
                       "GPU pinning) before it; convert that script (horovodize convert ENTRY --diff), which "
@@ -474,102 +477,22 @@ def _read(path: Path) -> str:
     return read_source(path)
 
 
-def _program_root(path: Path) -> Path | None:
-    """The project root when the script `path` imports modules of its project, else None."""
-    found = _program_for(path)
-    return found[1] if found is not None and found[0] == path else None
-
-
-def _program_for(path: Path) -> tuple[Path, Path] | None:
-    """(entry, root) of the program `path` belongs to: itself when it is a script that
-    imports modules of its project; for a module of definitions, the first entry of its
-    project that imports it; None for a file that is a program alone."""
-    from .project.layout import Layout, find_root, main_block, package_parent, project_entries, project_files, runs_code
-    from .project.program import is_project
-
-    if path.suffix != ".py" or not path.is_file():
-        return None
-    root = find_root(path)
-    try:
-        module = Source(read_source(path)).module
-        if main_block(module) is None and not runs_code(module):
-            for folder in dict.fromkeys([package_parent(path), root]):
-                entries, _imported = project_entries(folder, project_files(folder), _read)
-                for entry in entries:
-                    if path.resolve() in Layout(folder, entry, _read).program()[1:]:
-                        return entry, folder
-            return None
-        return (path, root) if is_project(path, root, _read) else None
-    except UserError:
-        return None
-
-
-def _module_names(entry: Path, root: Path) -> str:
-    from .project.layout import Layout
-
-    layout = Layout(root, entry, _read)
-    return ", ".join(_shown(p) for p in layout.program()[1:])
-
-
-def _library_only(path: Path) -> bool:
-    """A module of definitions only (no ``__main__`` block, nothing run at top level) that
-    trains: converting it alone would set Horovod up at its import."""
-    from .project.layout import main_block, runs_code
-
-    try:
-        source = Source(read_source(path))
-    except UserError:
-        return False
-    module = source.module
-    if main_block(module) is not None or runs_code(module):
-        return False
-    analysis = analyze(source.text, module=module)
-    return bool(analysis.summary and analysis.summary.sites) and not (analysis.facts and analysis.facts.uses_horovod)
-
-
-def _plan_programs(folder: Path, files: list[Path]) -> tuple[list[Path], dict[Path, Path]]:
-    """(the files to convert, entry -> root of each program of several modules): a module
-    a program imports is converted with it, not on its own; a library module no entry
-    imports is left out (said on stderr)."""
-    from .project.layout import Layout, project_entries
-
-    py = [f for f in files if f.suffix == ".py"]
-    try:
-        entries, imported = project_entries(folder, py, _read)
-    except UserError:
-        return files, {}
-    programs, covered = {}, set()
-    for e in entries:
-        reach = Layout(folder, e, _read).program()
-        if len(reach) > 1:
-            programs[e] = folder
-            covered.update(reach[1:])
-    out = []
-    for f in files:
-        r = f.resolve()
-        if r in covered:
-            continue
-        if f.suffix == ".py" and r in imported:
-            print(f"{f}: a library module no entry of {folder} imports; not converted on its own", file=sys.stderr)
-            continue
-        out.append(f)
-    return out, programs
-
-
 def _check_plan(args) -> list[tuple]:
     """(file, project root of the program it starts or None, the one module of it to report
     or None) for each file `check` reads."""
+    from .project import plan
+
     out: list[tuple] = []
     for name in args.paths:
         files = python_files([name])[0]
         if getattr(args, "file_only", False):
             out += [(f, None, None) for f in files]
         elif Path(name).is_dir():
-            files, programs = _plan_programs(Path(name), files)
+            files, programs = _plan(Path(name), files)
             out += [(f, programs.get(f), None) for f in files]
         else:
             for f in files:
-                found = _program_for(f)
+                found = plan.program_for(f, _read)
                 if found is not None and found[0] != f:
                     print(f"{f}: a module of the program {found[0]} starts: its findings come from that program",
                           file=sys.stderr)
@@ -579,9 +502,19 @@ def _check_plan(args) -> list[tuple]:
     return out
 
 
+def _plan(folder: Path, files: list[Path]) -> tuple[list[Path], dict[Path, Path]]:
+    from .project import plan
+
+    files, programs, said = plan.plan_folder(folder, files, _read)
+    for line in said:
+        print(line, file=sys.stderr)
+    return files, programs
+
+
 def _check_program(entry: Path, root: Path, select, args, results: list, only: Path | None = None) -> None:
     """`check` of a program of several modules: each finding in the file it is in (`only`:
     the findings of that module of it)."""
+    from .project import plan
     from .project.program import analyze_program
 
     _layout, lk, analysis = analyze_program(entry, _read, root, getattr(args, "keras_target", "tf.keras"),
@@ -602,45 +535,33 @@ def _check_program(entry: Path, root: Path, select, args, results: list, only: P
             continue
         _p2, l2, c2 = where(f.end)
         results.append({
-            "path": _shown(path), "code": f.code, "severity": f.severity, "message": f.message,
+            "path": plan.shown(path), "code": f.code, "severity": f.severity, "message": f.message,
             "line": l1, "column": c1, "end_line": l2 if _p2 == path else l1, "end_column": c2 if _p2 == path else c1,
             "fixable": f.fix is not None, "blocks": list(f.blocks),
-            "related": [dict(zip(("line", "column"), where(r.start)[1:]), message=r.message, path=_shown(where(r.start)[0]))
+            "related": [dict(zip(("line", "column"), where(r.start)[1:]), message=r.message, path=plan.shown(where(r.start)[0]))
                         for r in f.related],
         })
     if select is None and only is None:
         for code, line, message in analysis.refusal_reasons():
             if code.startswith("point "):
                 path, file_line = lk.locate_line(line)
-                results.append({"path": _shown(path or lk.entry), "code": code, "severity": "warning",
+                results.append({"path": plan.shown(path or lk.entry), "code": code, "severity": "warning",
                                 "message": f"blocks convert: {message}", "line": file_line, "column": 1,
                                 "end_line": file_line, "end_column": 1, "fixable": False, "blocks": [],
                                 "related": []})
 
 
-def _shown(path: Path) -> str:
-    """A file of a program as `check` names it: relative to the working directory when below it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
-
-def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) -> tuple[int, int]:
+def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=None) -> tuple[int, int]:
     """Convert the program `entry` starts with the project modules it imports: one report,
     a diff per file, every file written or none. (1 if changed, 1 if refused)."""
     from .app import report
+    from .project import plan
     from .project.program import convert_program, relocate_report
 
-    originals = done.setdefault("originals", {})       # (what a shared module held before any program wrote it)
-
-    def read(path: Path) -> str:
-        key = path.resolve()
-        if key not in originals:
-            originals[key] = _read(path)
-        return originals[key]
-
-    conv = convert_program(entry, read, root, args.keras_target)
+    if isinstance(prepared, UserError):
+        raise prepared
+    conv = prepared or convert_program(entry, plan.original_reader(done, _read), root, args.keras_target)
     changes = [f for f in conv.files if f.changed]
     for f in changes:
         if f.path in done and done[f.path] != f.after:
@@ -671,6 +592,7 @@ def convert_program_files(entry: Path, root: Path, args, done: dict[Path, str]) 
     for f in changes:
         done[f.path] = f.after
     return int(bool(changes)), 0
+
 
 
 def _write_out(out: Path, text: str) -> None:

@@ -165,7 +165,8 @@ def _check(stop) -> None:
 
 
 def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None,
-            line_starts: list[int] | None = None, keras_target: str = "tf.keras") -> Analysis:
+            line_starts: list[int] | None = None, keras_target: str = "tf.keras",
+            library_spans: tuple = ()) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
@@ -177,6 +178,9 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     `line_starts`: the offsets at which the lines of `text` start, when the caller has them.
     `keras_target`: the Keras 2 that Keras 3 imports become, ``tf.keras`` (TF <= 2.15, the
     pinned stack) or ``tf_keras`` (TF >= 2.16); see rules/keras_target.py.
+    `library_spans`: (start, end) offsets of the text that are other modules of the program
+    (a linked project, project/link.py): their imports are in their own module's order, not
+    below the entry's code (R1 does not apply to them).
     """
     try:
         source = Source(text, module, line_starts)
@@ -185,7 +189,7 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
     analysis = Analysis(source)
     try:
-        _run(analysis, memo, stop, keras_target)
+        _run(analysis, memo, stop, keras_target, library_spans)
     except Cancelled:
         raise
     except (TooDeep, RecursionError) as e:    # pathological nesting: a clean, empty result
@@ -199,10 +203,11 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     return analysis
 
 
-def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras") -> None:
+def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras", library_spans: tuple = ()) -> None:
     source = analysis.source
     _check(stop)
     env = analysis.env = build_env(source, memo)
+    env.library_spans = library_spans
     if not (env.tf_names or env.keras_import or env.horovod()):
         return  # not a TensorFlow program
     _check(stop)

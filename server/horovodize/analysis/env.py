@@ -64,6 +64,7 @@ class Env:
     top_imports_end: object = None                                # last import of the top block
     top_block_end: object = None                                  # first statement after the top block
     setup_after: object = None        # the statement the Horovod set-up follows (a late module-level tf import)
+    library_spans: tuple = ()         # (start, end): other modules of a linked program (engine.analyze)
     bindings: list[Binding] = field(default_factory=list)
     tapes: list[Binding] = field(default_factory=list)
     classes: dict[str, object] = field(default_factory=dict)      # Keras model subclasses

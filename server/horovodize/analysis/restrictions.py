@@ -169,6 +169,8 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
         binds = import_bindings(node)
         if not any(full.split(".")[0] in HORO for _, full in binds):
             continue
+        if env.library_spans and _in_library(env, node):
+            continue        # another module's import, in its own order: the set-up is in the entry
         nested = N.enclosing(node, set(NESTING))
         late = end is not None and node.start_pos > end.start_pos
         if nested is None and not late:
@@ -190,6 +192,11 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
             out.append(Problem("R1", node, f"`{node.get_code(include_prefix=False)}` is {where}, not at the top of "
                                "the module (the set-up does not depend on it)", (), related=related))
     return out
+
+
+def _in_library(env: Env, node) -> bool:
+    at = env.source.offset(node.start_pos)
+    return any(start <= at < end for start, end in env.library_spans)
 
 
 def _bound_at_top(env: Env, end) -> set:

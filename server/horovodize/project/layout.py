@@ -230,9 +230,9 @@ def project_files(root: Path) -> list[Path]:
 
 def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], set[Path]]:
     """(entries, files imported by another project file) of a folder: an entry is a file
-    no other project file imports that runs something when started (``__main__`` block, or
-    code at top level beyond definitions and imports), or a console script's module
-    (``[project.scripts]`` in pyproject.toml)."""
+    with a ``__main__`` block, one no other project file imports that runs code at top
+    level beyond definitions and imports, or a console script's module (``[project.scripts]``
+    in pyproject.toml)."""
     root = root.resolve()
     imported: set[Path] = set()
     for f in files:
@@ -242,10 +242,13 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
     entries = []
     for f in files:
         r = f.resolve()
-        if r in imported or f.name == "__init__.py":
+        if f.name == "__init__.py":
             continue
         module = Source(read(r)).module
-        if main_block(module) is not None or runs_code(module) or _module_name(root, r) in scripts:
+        # a script another one imports (``from train import build``) is still started on its
+        # own when it has a __main__ block; top-level code alone runs at import: a library's
+        if main_block(module) is not None or (r not in imported and runs_code(module)) \
+                or _module_name(root, r) in scripts:
             entries.append(f)
     return entries, imported
 

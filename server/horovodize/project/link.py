@@ -73,6 +73,10 @@ class Link:
         self._line_starts = line_table(self.text)
         self._file_lines = {p: line_table(m.text) for p, m in self.modules.items()}
 
+    def library_spans(self) -> tuple:
+        """(start, end) of the linked text that the entry's modules (not the entry) fill."""
+        return tuple((p.lstart, p.lend) for p in self.pieces if p.path is not None and p.path != self.entry)
+
     # -- the way back ------------------------------------------------------------------------
     def _around(self, offset: int) -> list[Piece]:
         i = max(bisect.bisect_right(self._starts, offset) - 1, 0)

@@ -22,7 +22,7 @@ from ..engine import Analysis, analyze
 from ..errors import UserError
 from ..parse.imports import import_bindings
 from ..parse.source import Edit, ParseError, Source, apply_edits
-from .layout import Layout, find_root
+from .layout import Layout, find_root, main_block
 from .link import Link, link
 
 PROJECT_POINT = (12, "the program is the project (the entry and its project modules)")
@@ -47,6 +47,7 @@ class ProgramConversion:
     analysis: Analysis
     files: list[FileChange] = field(default_factory=list)      # the entry first, then the modules
     outside: list[tuple[Path, int, str]] = field(default_factory=list)
+    init_for: list[Path] = field(default_factory=list)          # modules another program made call Horovod
 
     @property
     def refused(self) -> bool:
@@ -82,23 +83,10 @@ def analyze_program(entry: Path, read, root: Path | None = None, keras_target: s
             if strict:
                 raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
     lk = link(layout)
-    analysis = analyze(lk.text, keras_target=keras_target)
+    analysis = analyze(lk.text, keras_target=keras_target, library_spans=lk.library_spans())
     if analysis.error is not None:
         raise UserError(f"{entry}: {analysis.error.message}")
-    analysis.findings = [f for f in analysis.findings if not _import_order_noise(lk, f)]
     return layout, lk, analysis
-
-
-def _import_order_noise(lk: Link, finding) -> bool:
-    """HVD-R1 on a module's own top-level import: below code only in the linked text."""
-    if finding.code != "HVD-R1":
-        return False
-    path, offset = lk.locate(finding.start)
-    if path is None or path == lk.entry:
-        return False
-    text = lk.modules[path].text
-    line_start = text.rfind("\n", 0, offset) + 1
-    return line_start == offset        # (at column 0: a top-level import of that module)
 
 
 def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras") -> ProgramConversion:
@@ -283,6 +271,37 @@ def _after_imports(source: Source) -> int:
     return at
 
 
+HVD_IMPORT = re.compile(r"^import (horovod[\w.]*) as (\w+)$", re.M)
+
+
+def add_init(conv: ProgramConversion, modules: dict[Path, str], base: str | None = None) -> str | None:
+    """Give the entry of `conv` (a program that trains nothing itself) ``hvd.init()``: its
+    `modules` ({path: converted text}) call Horovod since another program of the folder was
+    converted, and Horovod's calls fail before ``hvd.init()`` (one process: rank 0 of 1).
+    `base`: the entry's text as another program converted it (the entry is that program's
+    module too): then ``hvd.init()`` opens its ``__main__`` block, so importing it stays free
+    of set-up. Returns the entry's new text (None: no block to put it in)."""
+    entry = conv.files[0]
+    if base is not None:
+        source = Source(base)
+        block = main_block(source.module)
+        suite = block.children[-1] if block is not None else None
+        if suite is None or suite.type != "suite" or "hvd" not in _top_bindings(source):
+            return None
+        first = suite.children[1]
+        at = source.line_start(source.offset(first.start_pos))
+        entry.after = base[:at] + source.indent_of(first) + "hvd.init()" + source.newline + base[at:]
+    else:
+        line = next((m.group(0) for text in modules.values() for m in [HVD_IMPORT.search(text)] if m),
+                    "import horovod.tensorflow as hvd")
+        at = _header_offset(conv.link)
+        bound = _top_bindings(conv.link.modules[conv.entry].source, at)
+        text = ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"
+        entry.after = apply_edits(entry.after, [Edit(at, at, text)])
+    conv.init_for = sorted(modules)
+    return entry.after
+
+
 # -- the report ---------------------------------------------------------------------------
 def relocate_report(data: dict, conv: ProgramConversion) -> dict:
     """The report (app/report.py's data) with linked lines made (file, line), and point 12."""
@@ -312,6 +331,10 @@ def relocate_report(data: dict, conv: ProgramConversion) -> dict:
     status = "not done" if notes else ("done" if changed and not conv.refused else "nothing to change")
     reason = "; ".join(f"{n['file']} line {n['line']}: {n['note']}" for n in notes) if notes else (
         "one program of " + ", ".join(conv.name(f.path) for f in files))
+    if conv.init_for:
+        status = "done" if status == "nothing to change" else status
+        reason += ("; hvd.init() added: it imports " + ", ".join(conv.name(p) for p in conv.init_for) +
+                   ", which another program's conversion made call Horovod (this one runs as rank 0 of 1)")
     data["points"].append({"point": PROJECT_POINT[0], "title": PROJECT_POINT[1], "status": status,
                            "reason": reason, "changes": [], "notes": []})
     data["points"].sort(key=lambda p: p["point"])
