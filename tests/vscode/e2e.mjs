@@ -344,6 +344,31 @@ async function notebookScenario(page) {
   log(`${nb.name} saved`);
 }
 
+// Scenario "project": a script that imports its project's modules (run.py, agent/core.py):
+// "Horovodize: Make project Horovod-distributed" on run.py applies one workspace edit to both
+// files (core.py is not open), then "File: Save All"; the test compares the files on disk
+// with `horovodize convert DIR --write`.
+async function projectScenario(page) {
+  await openWorkbench(page);
+  await openFile(page, cfg.project.entry);
+  await waitStatus(page, /Horovod: /, 'Horovod: (the server answers for the entry)');
+  await runCommand(page, 'Horovodize: Make project Horovod-distributed');
+  await poll(`${cfg.project.entry} to become dirty (the server's workspace/applyEdit)`,
+    async () => (await page.locator('.tabs-container .tab.active.dirty').count()) > 0, T.long);
+  await runCommand(page, 'File: Save All');
+  for (const [name, f] of Object.entries(cfg.files)) {
+    const expected = fs.readFileSync(f.expected, 'utf8');
+    await poll(`${name} on disk to equal \`horovodize convert DIR --write\``,
+      async () => fs.readFileSync(f.path, 'utf8') === expected, T.mid).catch(() => {
+      const text = fs.readFileSync(f.path, 'utf8');
+      fail(`${name} after the project conversion differs; ${firstDifference(text, expected)}\n--- saved file:\n${text}`);
+    });
+    log(`${name}: saved text equals the CLI's project conversion`);
+  }
+  await dismissNotifications(page);
+  await shot(page, 'vscode-project.png');
+}
+
 // ------------------------------------------------------------------ main
 
 let context;
@@ -362,7 +387,7 @@ try {
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(T.mid);
   page.on('pageerror', (err) => log(`page error: ${err.message}`));
-  const run = { doctor: doctorScenario, notebook: notebookScenario }[cfg.scenario] ?? scenario;
+  const run = { doctor: doctorScenario, notebook: notebookScenario, project: projectScenario }[cfg.scenario] ?? scenario;
   await run(page);
   log('all checks passed');
 } catch (err) {

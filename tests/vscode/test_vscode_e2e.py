@@ -511,3 +511,36 @@ def test_notebook_in_code_server(request, tmp_path):
     }, timeout=NOTEBOOK_TIMEOUT)
     saved = code_cells(ipynb.read_text(encoding="utf-8"))
     assert saved == expected
+
+
+PROJECT = ROOT / "tests" / "projects" / "library_class"     # run.py + agent/core.py
+
+
+def test_project_in_code_server(request, tmp_path):
+    """A program of two files: "Horovodize: Make project Horovod-distributed" on its entry
+    (run.py) edits both files in one workspace edit (agent/core.py is not open), and after
+    "File: Save All" both are what `horovodize convert DIR --write` writes."""
+    require_env()
+    workspace = request.getfixturevalue("workspace")
+    code_server = request.getfixturevalue("code_server")
+    vscode_env = request.getfixturevalue("vscode_env")
+    ws = workspace["ws"]
+    project = ws / "agentproj"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(PROJECT, project)
+    expected = workspace["base"] / "expected-project"
+    shutil.rmtree(expected, ignore_errors=True)
+    shutil.copytree(PROJECT, expected)
+    out = subprocess.run([str(vscode_env["horovodize"]), "convert", str(expected), "--write"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    names = ["run.py", "agent/core.py"]
+    assert all((expected / n).read_text() != (project / n).read_text() for n in names)
+    run_script(tmp_path, code_server, {
+        "scenario": "project",
+        "workspace": str(ws),
+        "project": {"entry": "run.py"},
+        "files": {n: {"path": str(project / n), "expected": str(expected / n)} for n in names},
+    })
+    for n in names:
+        assert (project / n).read_text(encoding="utf-8") == (expected / n).read_text(encoding="utf-8"), n

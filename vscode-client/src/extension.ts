@@ -27,6 +27,7 @@ import {
 
 const SECTION = 'horovodize';
 const SERVER_CONVERT_COMMAND = 'horovodize.convertFile';
+const SERVER_CONVERT_PROJECT_COMMAND = 'horovodize.convertProject';
 const NOTEBOOK_CELLS = { notebook: 'jupyter-notebook', language: 'python' };
 
 interface FileInfoParams {
@@ -79,7 +80,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output, statusItem, stackItem, reportChanged);
 
   context.subscriptions.push(
-    vscode.commands.registerCommand('horovodize.makeDistributed', makeDistributed),
+    vscode.commands.registerCommand('horovodize.makeDistributed', (uri?: vscode.Uri) => makeDistributed(uri)),
+    vscode.commands.registerCommand('horovodize.makeProjectDistributed', (uri?: vscode.Uri) =>
+      makeDistributed(uri, SERVER_CONVERT_PROJECT_COMMAND)),
     vscode.commands.registerCommand('horovodize.restartServer', () => restart()),
     vscode.commands.registerCommand('horovodize.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('horovodize.showDoctorReport', showDoctorReport),
@@ -409,7 +412,9 @@ async function runningClient(): Promise<LanguageClient | undefined> {
   return client && client.isRunning() ? client : undefined;
 }
 
-async function makeDistributed(uri?: vscode.Uri): Promise<void> {
+// `command`: the server's whole-file conversion, or the program's (the entry script and the
+// project modules it imports, one workspace edit across the files).
+async function makeDistributed(uri?: vscode.Uri, command: string = SERVER_CONVERT_COMMAND): Promise<void> {
   // In a notebook: the notebook (the server converts all its cells; a cell's uri works too).
   const target =
     uri instanceof vscode.Uri
@@ -435,11 +440,11 @@ async function makeDistributed(uri?: vscode.Uri): Promise<void> {
   }
   try {
     await c.sendRequest(ExecuteCommandRequest.type, {
-      command: SERVER_CONVERT_COMMAND,
+      command,
       arguments: [target.toString()],
     });
   } catch (err) {
-    output.appendLine(`${SERVER_CONVERT_COMMAND} failed: ${String(err)}`);
+    output.appendLine(`${command} failed: ${String(err)}`);
     void vscode.window.showErrorMessage(`Horovodize: conversion failed (${errorMessage(err)}).`);
   }
   scheduleStatusUpdate(200);

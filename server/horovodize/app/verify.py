@@ -127,6 +127,38 @@ def convert(text: str, path: Path) -> tuple[str | None, C.Check]:
     return after, C.Check("converts", C.PASS, f"converted ({edits} line(s) changed)")
 
 
+def _program(path: Path, text: str):
+    """The conversion of the program `path` starts when it imports modules of its project
+    (`text`: the entry as rehearsed, --set applied), else None."""
+    from ..errors import UserError
+    from ..project import plan
+    from ..project.program import convert_program
+
+    def read(p: Path) -> str:
+        if Path(p).resolve() == path.resolve():
+            return text
+        data = read_text(Path(p))
+        return data if data.strip() else ""
+
+    try:
+        found = plan.program_for(path, read)
+        if found is None or Path(found[0]).resolve() != path.resolve():
+            return None
+        return convert_program(path, read, found[1])
+    except UserError as e:
+        raise VerifyError(str(e))
+
+
+def convert_program_check(program, path: Path) -> tuple[str | None, C.Check]:
+    """(the converted entry or None, the `converts` check) of a program of several files."""
+    if program.refused:
+        code, line, msg = program.analysis.refusal_reasons()[0]
+        return None, C.Check("converts", C.FAIL, f"refused: {code} {msg}", path=str(path), line=line)
+    changed = [program.name(f.path) for f in program.files if f.changed]
+    detail = f"converted as one program: {', '.join(changed)}" if changed else "nothing to change (already distributed?)"
+    return program.files[0].after, C.Check("converts", C.PASS, detail)
+
+
 # -- one launch -------------------------------------------------------------------------------------
 @dataclass
 class Launch:
@@ -318,8 +350,12 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         raise VerifyError(str(e))
     except SyntaxError as e:
         raise VerifyError(f"{path}:{e.lineno}: syntax error: {e.msg}")
+    program = None if as_is else _program(path, text)
     if as_is:
         converted, conv = text, C.Check("converts", C.SKIP, "--as-is: the file runs as it is")
+    elif program is not None:
+        say(f"converting the program of {len(program.files)} files")
+        converted, conv = convert_program_check(program, path)
     else:
         say("converting")
         converted, conv = convert(text, path)
@@ -335,9 +371,21 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
     single_script, dist_script = workdir / "single" / path.name, workdir / path.name
     single_script.write_text(text, encoding="utf-8")
     dist_script.write_text(converted, encoding="utf-8")
+    if program is not None:       # the converted modules beside the converted entry, as in the project
+        mirror = workdir / "program"
+        for f in program.files:
+            rel = f.path.relative_to(program.root)
+            target = mirror / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f.after, encoding="utf-8")
+            for depth in range(1, len(rel.parts)):      # the packages' __init__.py (a regular package wins)
+                init = program.root.joinpath(*rel.parts[:depth], "__init__.py")
+                if init.is_file() and not (mirror / init.relative_to(program.root)).exists():
+                    shutil.copyfile(init, mirror / init.relative_to(program.root))
+        dist_script = mirror / program.entry.relative_to(program.root)
     env = dict(os.environ)
     # The scripts live in a temp dir: keep the original directory importable, as it is when
-    # the script runs from there.
+    # the script runs from there (a program's converted modules first, for its distributed run).
     env["PYTHONPATH"] = str(path.resolve().parent) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PATH"] = str(Path(py).parent) + os.pathsep + env.get("PATH", "")
     env.update(OMP_NUM_THREADS="1", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1",
@@ -351,7 +399,10 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
             homes[label].mkdir()
 
     def run_env(label: str) -> dict:
-        return dict(env, **cache_env(homes[label])) if cold_cache else env
+        out = dict(env, **cache_env(homes[label])) if cold_cache else dict(env)
+        if program is not None and label == "dist":
+            out["PYTHONPATH"] = str(workdir / "program") + os.pathsep + out["PYTHONPATH"]
+        return out
 
     L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"),
                cwd=os.path.abspath(cwd or os.getcwd()))

@@ -28,6 +28,7 @@ QUICK_FIX = types.CodeActionKind.QuickFix.value
 SOURCE_FIX_ALL = "source.fixAll.horovodize"
 CONVERT_FILE = "horovodize.convertFile"
 FILE_INFO = "horovodize/fileInfo"
+CONVERT_PROJECT = "horovodize.convertProject"
 WHOLE_FILE_CODES = frozenset(LOOP_CODES.values())
 
 SEVERITY = {
@@ -88,6 +89,16 @@ def workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit],
         doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=edits)])
     return types.WorkspaceEdit(changes={uri: edits})
+
+
+def project_edit(changes: list[tuple[str, int | None, list[types.TextEdit]]],
+                 document_changes: bool) -> types.WorkspaceEdit:
+    """One edit of several files: (uri, version of the open buffer or None, edits) each."""
+    if document_changes:
+        return types.WorkspaceEdit(document_changes=[
+            types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                                   edits=edits) for uri, version, edits in changes])
+    return types.WorkspaceEdit(changes={uri: edits for uri, _version, edits in changes})
 
 
 # -- diagnostics -----------------------------------------------------------------------

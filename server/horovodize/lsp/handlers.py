@@ -23,6 +23,7 @@ from ..parse.source import ParseError
 from . import convert, notebooks, options
 from .convert import (
     CONVERT_FILE,
+    CONVERT_PROJECT,
     FILE_INFO,
     QUICK_FIX,
     SOURCE,
@@ -291,6 +292,80 @@ async def convert_file(ls: HorovodizeServer, *args):
         reason = f" ({result.failure_reason})" if result is not None and result.failure_reason else ""
         ls.show(f"{name}: the editor did not apply the conversion{reason}", types.MessageType.Warning)
     return
+
+
+@server.command(CONVERT_PROJECT)
+async def convert_project(ls: HorovodizeServer, *args):
+    """Convert the program a file belongs to (its entry script and the project modules that
+    entry imports) as one ``workspace/applyEdit``: versioned ``documentChanges`` across the
+    files, the open buffers read as they are in the editor, the others from disk."""
+    from pathlib import Path
+
+    from .text import Text
+    from ..project import plan
+    from ..project.program import convert_program
+
+    uri = _uri_arg(list(args))
+    if uri is None or urlparse(uri).scheme != "file":
+        raise JsonRpcInvalidParams(f"{CONVERT_PROJECT} expects [uri] of a file")
+    path = Path(_display(uri))
+    buffers = {Path(_display(u)).resolve(): d for u, d in ls.documents.items() if u.startswith("file:")}
+
+    def read(p: Path) -> str:
+        doc = buffers.get(Path(p).resolve())
+        if doc is not None:
+            return doc.text.text
+        data = Path(p).read_bytes()
+        return data.decode("utf-8") if data.strip() else ""
+
+    try:
+        found = await ls.in_worker(plan.program_for, path, read)
+        if found is None:
+            ls.show(f"{path.name}: not a program of several modules (it imports no module of its project); "
+                    f"use \"{WHOLE_FILE_TITLE}\"", types.MessageType.Info)
+            return
+        entry, root = found
+        root = _workspace_root(ls, entry) or root
+        conv = await ls.in_worker(convert_program, entry, read, root, ls.options.keras_target)
+    except (UserError, OSError, UnicodeDecodeError) as e:
+        ls.show(f"horovodize: {path.name}: not converted: {e}", types.MessageType.Error)
+        return
+    if conv.refused:
+        why = "; ".join(f"{m}" for _c, _l, m in conv.analysis.refusal_reasons()[:2])
+        ls.show(f"horovodize: {conv.name(entry)}: not converted: {why}", types.MessageType.Warning)
+        return
+    changes = []
+    for f in conv.files:
+        if not f.changed:
+            continue
+        file_uri = f.path.as_uri()
+        doc = buffers.get(f.path)
+        changes.append((file_uri, doc.version if doc is not None else None,
+                        convert.text_edits(f.edits, Text(f.before), ls.encoding)))
+    if not changes:
+        ls.show(f"{conv.name(entry)}: nothing to change", types.MessageType.Info)
+        return
+    try:
+        result = await ls.request(types.WORKSPACE_APPLY_EDIT, types.ApplyWorkspaceEditParams(
+            edit=convert.project_edit(changes, ls.document_changes), label=f"{WHOLE_FILE_TITLE} (project)"))
+    except (TimeoutError, JsonRpcException) as e:
+        ls.show(f"horovodize: the editor did not apply the project's conversion: {e}", types.MessageType.Warning)
+        return
+    if result is None or not result.applied:
+        ls.show(f"horovodize: the editor did not apply the project's conversion", types.MessageType.Warning)
+    return
+
+
+def _workspace_root(ls: HorovodizeServer, path):
+    """The workspace folder holding `path` (the deepest), or None."""
+    from pathlib import Path
+
+    best = None
+    for folder in getattr(ls.workspace, "folders", {}).values():
+        base = Path(_display(folder.uri)).resolve()
+        if base in Path(path).resolve().parents and (best is None or len(base.parts) > len(best.parts)):
+            best = base
+    return best
 
 
 @server.feature(FILE_INFO)

@@ -33,6 +33,7 @@ class FileChange:
     path: Path
     before: str
     after: str
+    edits: list[Edit] = field(default_factory=list)     # before → after (what an editor applies)
 
     @property
     def changed(self) -> bool:
@@ -104,13 +105,14 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
         edits = per_file.get(path, [])
         if path != layout.entry:
             edits = edits + _imports_needed(lk, path, edits, conv, moved.get(path, ""))
-        after = apply_edits(before, _sorted(edits))
+        edits = _sorted(edits)
+        after = apply_edits(before, edits)
         if after != before:
             try:
                 Source(after).check_parses()
             except ParseError as e:
                 raise UserError(f"{path}: the conversion does not parse ({e}); nothing written")
-        conv.files.append(FileChange(path, before, after))
+        conv.files.append(FileChange(path, before, after, edits))
     return conv
 
 
@@ -291,13 +293,15 @@ def add_init(conv: ProgramConversion, modules: dict[Path, str], base: str | None
         first = suite.children[1]
         at = source.line_start(source.offset(first.start_pos))
         entry.after = base[:at] + source.indent_of(first) + "hvd.init()" + source.newline + base[at:]
+        entry.edits = []          # (made on another program's text: written as a whole by the CLI)
     else:
         line = next((m.group(0) for text in modules.values() for m in [HVD_IMPORT.search(text)] if m),
                     "import horovod.tensorflow as hvd")
         at = _header_offset(conv.link)
         bound = _top_bindings(conv.link.modules[conv.entry].source, at)
         text = ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"
-        entry.after = apply_edits(entry.after, [Edit(at, at, text)])
+        entry.edits = _sorted(entry.edits + [Edit(at, at, text)])
+        entry.after = apply_edits(entry.before, entry.edits)
     conv.init_for = sorted(modules)
     return entry.after
 
