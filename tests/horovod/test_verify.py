@@ -158,3 +158,20 @@ def test_verify_does_not_import_tensorflow_or_horovod(horovodize_exe):
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_entry_of_a_project_is_rehearsed_with_its_converted_modules(hvd_env, horovodize_exe, tmp_path):
+    """verify on a script that imports its project's modules (main.py + trainer/): the
+    program is converted as one, and the distributed run imports the converted modules (the
+    data sharded in trainer/inputs.py, the progress on rank 0 in trainer/loop.py)."""
+    project = tmp_path / "package"
+    shutil.copytree(H.REPO / "tests" / "projects" / "package", project)
+    environ = H.run_env(tmp_path / "reports", tmp_path / "out")      # (hvd_report: the tier's instrumentation)
+    environ["PYTHONPATH"] = f"{H.REPO / 'server'}{os.pathsep}{H.PROGRAMS}"
+    environ.pop("HVD_REPORT_DIR")                                       # (verify makes its own reports)
+    proc = subprocess.run([sys.executable, "-m", "horovodize", "verify", str(project / "main.py"), "--np", "2",
+                           "--python", str(hvd_env[0])], check=False, capture_output=True, text=True,
+                          env=environ, timeout=560, cwd=tmp_path)
+    table = rows(proc)
+    assert table["converts"][0] == "PASS" and "trainer/inputs.py" in table["converts"][1], table
+    assert [name for name, (status, _) in table.items() if status == "FAIL"] == [], proc.stdout + proc.stderr
