@@ -9,6 +9,7 @@ the whole-file conversion has exactly one set-up.
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from dataclasses import dataclass, field
 
@@ -121,8 +122,9 @@ class Analysis:
         sites = self.conversion_sites()
         if self.setup is not None and self.setup in sites:
             edits += self.setup.fix.edits
+        inner = _nested_guards(sites)
         for f in sites:
-            if f is not self.setup:
+            if f is not self.setup and id(f) not in inner:
                 edits += f.fix.edits
         return _without_overlaps(edits)
 
@@ -137,6 +139,27 @@ class Analysis:
     def distributed(self) -> bool:
         return bool(self.env and self.env.horovod()) and not any(
             f.code in LOOP_CODES.values() for f in self.findings)
+
+
+GUARD_HEADER = re.compile(r"[ \t]*if \w+\.(rank|local_rank)\(\) == 0:\r?\n")
+
+
+def _nested_guards(sites: list[Finding]) -> set[int]:
+    """ids of the findings whose whole fix is an ``if hvd.rank() == 0:`` block inside the block
+    of another finding's guard that already implies it (rank 0 is local rank 0): applied
+    together, both would indent the inner lines by one step at the same offsets, which the
+    whole-file conversion applies once, so the inner ``if`` would swallow its ``else``."""
+    blocks = []
+    for f in sites:
+        edits = f.fix.edits if f.fix is not None else []
+        heads = [e for e in edits if e.start == e.end and GUARD_HEADER.fullmatch(e.new_text)]
+        if len(heads) == 1 and all(e is heads[0] or (e.start == e.end and not e.new_text.strip()) for e in edits):
+            blocks.append((heads[0].start, max(e.end for e in edits), GUARD_HEADER.fullmatch(heads[0].new_text).group(1), f))
+    inner = set()
+    for start, end, kind, f in blocks:
+        if any(g is not f and s2 < start and end <= e2 and (k2 == "rank" or k2 == kind) for s2, e2, k2, g in blocks):
+            inner.add(id(f))
+    return inner
 
 
 def _without_overlaps(edits: list[Edit]) -> list[Edit]:
@@ -225,7 +248,7 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
             findings.extend(module.check(ctx))
         except Exception:
             log.exception("rule module %s failed", module.__name__)
-            analysis.internal_errors.append(traceback.format_exc())
+            analysis.internal_errors.append(f"rule module {module.__name__} failed\n{traceback.format_exc()}")
     analysis.notes = list(ctx.__dict__.get("notes", ()))
     findings = setup_imports.placed(ctx, findings)      # a late TensorFlow import (HVD-R1)
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)

@@ -96,7 +96,16 @@ def build(analysis: Analysis, path: str = "") -> dict:
                               "a point of the contract would be left wrong: nothing was changed") if refused else "",
                    "changes": reasons})
     points.sort(key=lambda p: p["point"])
-    return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points}
+    errors = [_error_line(e) for e in analysis.internal_errors]
+    return {"path": path, "loop": analysis.loop_kind, "refused": refused, "reasons": reasons, "points": points,
+            "internal_errors": errors}
+
+
+def _error_line(trace: str) -> str:
+    """The rule that failed and its exception, from a traceback the engine kept."""
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+    rule = next((line for line in lines if line.startswith("rule module")), "")
+    return f"{rule}: {lines[-1]}" if rule else (lines[-1] if lines else "")
 
 
 RL_MODULES = ("gym", "gymnasium")
@@ -154,6 +163,9 @@ def text(report: dict) -> str:
             lines.append(f"       {_at(n)}: {n['note']}")
     if report.get("launch"):
         lines.append(f"  {report['launch']}")
+    for error in report.get("internal_errors", ()):
+        lines.append(f"  WARNING: an internal error stopped part of the conversion ({error}); what that part "
+                     "would change is missing from this conversion: please report it")
     return "\n".join(lines)
 
 

@@ -95,7 +95,7 @@ class Call:
 
     def positional(self, i: int) -> Arg | None:
         pos = [a for a in self.args if a.keyword is None and not a.star]
-        return pos[i] if i < len(pos) else None
+        return pos[i] if 0 <= i < len(pos) else None      # (-1: a method's `self`, never passed)
 
     def has_star(self) -> bool:
         return any(a.star for a in self.args)

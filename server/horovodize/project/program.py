@@ -318,6 +318,7 @@ def relocate_report(data: dict, conv: ProgramConversion) -> dict:
             d["file"], d["line"] = where(d["line"])
 
     def text(s: str) -> str:
+        s = re.sub(r"\bthis file\b", "this program", s)      # (the engine's notes speak of one file)
         return re.sub(r"\bline (\d+)", lambda m: "%s line %d" % where(int(m.group(1))), s)
 
     for r in data["reasons"]:
@@ -335,6 +336,10 @@ def relocate_report(data: dict, conv: ProgramConversion) -> dict:
     status = "not done" if notes else ("done" if changed and not conv.refused else "nothing to change")
     reason = "; ".join(f"{n['file']} line {n['line']}: {n['note']}" for n in notes) if notes else (
         "one program of " + ", ".join(conv.name(f.path) for f in files))
+    left = [p["point"] for p in data["points"] if p["status"] in ("not done", "partly done")]
+    if status == "done" and left and not conv.refused:
+        status = "partly done"          # the program was read as one, but not every point is done across it
+        reason += "; left across its modules: point " + ", ".join(map(str, left))
     if conv.init_for:
         status = "done" if status == "nothing to change" else status
         reason += ("; hvd.init() added: it imports " + ", ".join(conv.name(p) for p in conv.init_for) +
