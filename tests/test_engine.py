@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from horovodize.engine import analyze, convert_text
+from horovodize.engine import _nested_guards, analyze, convert_text
 from horovodize.parse.source import Edit, ParseError, Source, apply_edits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,11 +36,13 @@ def hints(analysis) -> frozenset:
 
 
 def all_rule_edits(text: str) -> list[Edit]:
-    """Every rule site's primary fix and the set-up, before any de-duplication (hints aside)."""
+    """Every rule site's primary fix and the set-up, before any de-duplication (hints aside,
+    and a rank-0 guard inside the block of another guard that implies it: the outer one holds it)."""
     analysis = analyze(text)
     edits = list(analysis.setup.fix.edits) if analysis.setup else []
+    inner = _nested_guards(analysis.rule_sites)
     for f in analysis.rule_sites:
-        if f is not analysis.setup and f.code not in hints(analysis):
+        if f is not analysis.setup and f.code not in hints(analysis) and id(f) not in inner:
             edits += f.fix.edits
     return edits
 
