@@ -92,7 +92,11 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
         if pair is not None:           # ``train, val = image_dataset_from_directory(..., subset="both")``
             out.source = pair
             return out
-        return None        # not a dataset this file builds (arrays, tensors, a loader's result)
+        inner = _unpacked_return(ctx, root.value, at or node, depth)
+        if inner is not None:          # ``train, n = make_datasets()``: that element of its return
+            inner.calls = out.calls + inner.calls
+            return inner
+        return None        # not a dataset this program builds (arrays, tensors, a loader's result)
     inner = pipeline(ctx, b.value, b.stmt, depth + 1, args)
     if inner is None:
         return Pipeline(out.calls, None, False)
@@ -169,6 +173,52 @@ def _pair_source(ctx: RuleContext, name: str, at) -> N.Call | None:
         if _target_path([stmt.children[0]], name) not in (None, ()):
             found = call
     return found
+
+
+def _unpacked_return(ctx: RuleContext, name: str, at, depth: int) -> Pipeline | None:
+    """The pipeline of `name` unpacked from a local function's return (``ds, count =
+    get_dataset(dir)``, the function returning ``dataset, image_count``): the element at
+    `name`'s place in each ``return`` tuple, followed into that function."""
+    env = ctx.env
+    scope = N.func_scope_of(at) or ctx.source.module
+    found = None
+    for stmt in _nested_assignments(scope):
+        if stmt.start_pos >= at.start_pos or len(stmt.children) != 3:
+            continue
+        path = _target_path([stmt.children[0]], name)
+        call = N.as_call(N.unparen(stmt.children[2]))
+        if not path or call is None or call.index != 1 or call.node.children[0].type != "name":
+            continue
+        fn = env.function_named(call.node.children[0].value, stmt)
+        if fn is not None:
+            found = (fn, call, path)
+    if found is None:
+        return None
+    fn, call, path = found
+    passed = _passed(env, fn, call)
+    for ret in env.index.returns.get(id(fn), ()):
+        value = ret.children[1] if len(ret.children) > 1 else None
+        for i in path:
+            items = _elements(value) if value is not None else []
+            value = items[i] if i < len(items) else None
+        if value is not None:
+            inner = pipeline(ctx, value, ret, depth + 1, passed)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _nested_assignments(scope):
+    """The assignments of `scope`'s code, inside its blocks too (``if __name__ == ...:``),
+    not inside the functions and classes it defines."""
+    stack = [scope.children[-1] if scope.type == "funcdef" else scope]
+    while stack:
+        node = stack.pop()
+        for child in getattr(node, "children", ()):
+            if child.type == "expr_stmt":
+                yield child
+            elif child.type not in ("funcdef", "classdef", "lambdef", "decorated") and hasattr(child, "children"):
+                stack.append(child)
 
 
 def _assignments(ctx: RuleContext, scope):
