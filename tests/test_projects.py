@@ -28,7 +28,7 @@ from horovodize.project.link import link
 
 PROJECTS = Path(__file__).resolve().parent / "projects"
 EXE = Path(sys.executable).parent / "horovodize"
-SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic"]
+SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch"]
 
 
 def run(*args, cwd=None):

@@ -71,3 +71,37 @@ def test_project_converted_as_one_program_runs_distributed(shape: Shape, hvd_env
     out = tmp_path / "out"
     assert (out / f"{shape.rank0_dir}-rank0").is_dir(), info
     assert not (out / f"{shape.rank0_dir}-rank1").exists(), f"rank 1 wrote {shape.rank0_dir}\n{info}"
+
+
+def test_project_data_fetched_once_per_host(hvd_env, horovodize_exe, tmp_path):
+    """The download is in a library module (fetch/data.py: urlretrieve, extract, read), the
+    training in the entry: after the project's conversion, one request reaches the server
+    for the host, rank 1 writes nothing in the working directory, the ranks agree."""
+    from test_download_once_per_host import _archive, _Server
+
+    project = tmp_path / "fetch"
+    shutil.copytree(PROJECTS / "fetch", project)
+    proc = subprocess.run([str(horovodize_exe), "convert", str(project), "--write"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "hvd.local_rank() == 0" in (project / "data.py").read_text(), (project / "data.py").read_text()
+    serve = tmp_path / "serve"
+    serve.mkdir()
+    _archive(serve)
+    server = _Server(serve)
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    try:
+        run, events = H.audited_run(project / "train.py", workdir, {"HVD_DATA_URL": server.url("features.zip")},
+                                    np=SIZE, timeout=300)
+        gets = server.gets
+    finally:
+        server.close()
+    info = f"--- report ---\n{proc.stderr}\n--- output tail ---\n{run.tail()}"
+    assert run.returncode == 0 and sorted(run.reports) == list(range(SIZE)), info
+    sums = [run.reports[r]["checksum"] for r in range(SIZE)]
+    assert math.isclose(sums[0], sums[1], rel_tol=1e-9), f"weights differ: {sums}\n{info}"
+    assert gets == 1, f"{gets} downloads on one host\n{info}"
+    written = {r: {p for e, p, _t in events.get(r, ()) if e == "write"} for r in range(SIZE)}
+    assert {"features.zip", "data/features.npz"} <= written[0], f"rank 0 wrote {sorted(written[0])}\n{info}"
+    assert not written[1], f"rank 1 wrote {sorted(written[1])}\n{info}"
