@@ -79,3 +79,19 @@ async def test_single_file_program_is_pointed_to_the_file_conversion(client, tmp
     await _convert_project(client, uri)
     assert client.applied == []
     assert "not a program of several modules" in client.messages[-1].message
+
+
+async def test_file_command_on_a_module_converts_its_program(client, tmp_path):
+    """"Make file Horovod-distributed" on a file of a program of several modules converts the
+    program: alone, the module would get a set-up at its import, the entry none."""
+    project = tmp_path / "factories"
+    shutil.copytree(PROJECTS / "factories", project)
+    model = _open(client, project / "model.py")
+    for name in ("train.py", "data.py"):
+        client.buffers[(project / name).as_uri()] = (project / name).read_text(encoding="utf-8")
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="horovodize.convertFile", arguments=[model]))
+    assert len(client.applied) == 1
+    assert "hvd.init()" in client.buffers[(project / "train.py").as_uri()]
+    assert "hvd.init()" not in client.buffers[model] and "lr * hvd.size()" in client.buffers[model]
+    assert "converted as one program of 3 files" in client.messages[-1].message

@@ -254,6 +254,8 @@ async def convert_file(ls: HorovodizeServer, *args):
         raise JsonRpcInvalidParams(f"{CONVERT_FILE} expects [uri] or [{{\"uri\": uri}}]")
     uri = notebooks.notebook_uri(ls, uri) or uri           # a notebook's cell: the whole notebook
     name = _display(uri)
+    if await _convert_program(ls, uri, alone_ok=True):      # a file of a program of several modules: all of it
+        return
     entry = await current_analysis(ls, uri)
     if entry is None:
         ls.show(f"{name}: not open in the editor", types.MessageType.Error)
@@ -308,6 +310,20 @@ async def convert_project(ls: HorovodizeServer, *args):
     uri = _uri_arg(list(args))
     if uri is None or urlparse(uri).scheme != "file":
         raise JsonRpcInvalidParams(f"{CONVERT_PROJECT} expects [uri] of a file")
+    await _convert_program(ls, uri, alone_ok=False)
+
+
+async def _convert_program(ls: HorovodizeServer, uri: str, alone_ok: bool) -> bool:
+    """Apply the conversion of the program `uri` belongs to; False when it is a program
+    alone (`alone_ok`: the caller converts it as a file, else that is said)."""
+    from pathlib import Path
+
+    from ..project import plan
+    from ..project.program import convert_program
+    from .text import Text
+
+    if urlparse(uri).scheme != "file" or not uri.endswith(".py"):
+        return False
     path = Path(_display(uri))
     buffers = {Path(_display(u)).resolve(): d for u, d in ls.documents.items() if u.startswith("file:")}
 
@@ -321,19 +337,20 @@ async def convert_project(ls: HorovodizeServer, *args):
     try:
         found = await ls.in_worker(plan.program_for, path, read)
         if found is None:
-            ls.show(f"{path.name}: not a program of several modules (it imports no module of its project); "
-                    f"use \"{WHOLE_FILE_TITLE}\"", types.MessageType.Info)
-            return
+            if not alone_ok:
+                ls.show(f"{path.name}: not a program of several modules (it imports no module of its project); "
+                        f"use \"{WHOLE_FILE_TITLE}\"", types.MessageType.Info)
+            return not alone_ok
         entry, root = found
         root = _workspace_root(ls, entry) or root
         conv = await ls.in_worker(convert_program, entry, read, root, ls.options.keras_target)
     except (UserError, OSError, UnicodeDecodeError) as e:
         ls.show(f"horovodize: {path.name}: not converted: {e}", types.MessageType.Error)
-        return
+        return True
     if conv.refused:
         why = "; ".join(f"{m}" for _c, _l, m in conv.analysis.refusal_reasons()[:2])
         ls.show(f"horovodize: {conv.name(entry)}: not converted: {why}", types.MessageType.Warning)
-        return
+        return True
     changes = []
     for f in conv.files:
         if not f.changed:
@@ -344,16 +361,23 @@ async def convert_project(ls: HorovodizeServer, *args):
                         convert.text_edits(f.edits, Text(f.before), ls.encoding)))
     if not changes:
         ls.show(f"{conv.name(entry)}: nothing to change", types.MessageType.Info)
-        return
+        return True
+    if not ls.apply_edit:
+        ls.show(f"{conv.name(entry)}: this editor cannot apply edits from the server (workspace/applyEdit); "
+                "run `horovodize convert ENTRY --write`", types.MessageType.Error)
+        return True
     try:
         result = await ls.request(types.WORKSPACE_APPLY_EDIT, types.ApplyWorkspaceEditParams(
             edit=convert.project_edit(changes, ls.document_changes), label=f"{WHOLE_FILE_TITLE} (project)"))
     except (TimeoutError, JsonRpcException) as e:
         ls.show(f"horovodize: the editor did not apply the project's conversion: {e}", types.MessageType.Warning)
-        return
+        return True
     if result is None or not result.applied:
-        ls.show(f"horovodize: the editor did not apply the project's conversion", types.MessageType.Warning)
-    return
+        ls.show("horovodize: the editor did not apply the project's conversion", types.MessageType.Warning)
+        return True
+    ls.show(f"horovodize: {conv.name(entry)} converted as one program of {len(conv.files)} files "
+            f"({', '.join(conv.name(f.path) for f in conv.files if f.changed)} changed)", types.MessageType.Info)
+    return True
 
 
 def _workspace_root(ls: HorovodizeServer, path):
