@@ -522,8 +522,9 @@ def test_project_in_code_server(request, tmp_path):
     "File: Save All" both are what `horovodize convert DIR --write` writes."""
     require_env()
     workspace = request.getfixturevalue("workspace")
-    code_server = request.getfixturevalue("code_server")
     vscode_env = request.getfixturevalue("vscode_env")
+    # a code-server of its own: the earlier scenarios leave tabs and editors open in theirs
+    code_server = start_code_server(request, vscode_env, workspace, "project", [])
     ws = workspace["ws"]
     project = ws / "agentproj"
     shutil.rmtree(project, ignore_errors=True)

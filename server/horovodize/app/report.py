@@ -63,6 +63,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
             status, why = "done", ""
         elif not has_loop:
             status, why = "not applicable", "no training loop found"
+            notes = []          # (what a rule noted about a program that trains nothing)
         elif already and number in LOOP_POINTS:
             status, why = "already", "the program already does this with Horovod"
         elif number == 5 and _episodes(analysis):

@@ -22,7 +22,7 @@ from ..engine import Analysis, analyze
 from ..errors import UserError
 from ..parse.imports import import_bindings
 from ..parse.source import Edit, ParseError, Source, apply_edits
-from .layout import Layout, find_root, main_block
+from .layout import Layout, find_root
 from .link import Link, link
 
 PROJECT_POINT = (12, "the program is the project (the entry and its project modules)")
@@ -281,18 +281,20 @@ def add_init(conv: ProgramConversion, modules: dict[Path, str], base: str | None
     `modules` ({path: converted text}) call Horovod since another program of the folder was
     converted, and Horovod's calls fail before ``hvd.init()`` (one process: rank 0 of 1).
     `base`: the entry's text as another program converted it (the entry is that program's
-    module too): then ``hvd.init()`` opens its ``__main__`` block, so importing it stays free
-    of set-up. Returns the entry's new text (None: no block to put it in)."""
+    module too): then ``hvd.init()`` follows the Horovod import that program gave it.
+    Returns the entry's new text (None: no such import)."""
     entry = conv.files[0]
     if base is not None:
+        # right after its Horovod import: the module's own top-level code may already call
+        # Horovod (a guarded print), and when the other program imports it, Horovod is set
+        # up already (a second hvd.init() does nothing)
         source = Source(base)
-        block = main_block(source.module)
-        suite = block.children[-1] if block is not None else None
-        if suite is None or suite.type != "suite" or "hvd" not in _top_bindings(source):
+        stmt = next((s for s in source.module.children if s.type == "simple_stmt"
+                     and HVD_IMPORT.fullmatch(s.get_code(include_prefix=False).strip())), None)
+        if stmt is None:
             return None
-        first = suite.children[1]
-        at = source.line_start(source.offset(first.start_pos))
-        entry.after = base[:at] + source.indent_of(first) + "hvd.init()" + source.newline + base[at:]
+        at = source.line_end(source.offset(stmt.end_pos) - 1)
+        entry.after = base[:at] + "hvd.init()" + source.newline + base[at:]
         entry.edits = []          # (made on another program's text: written as a whole by the CLI)
     else:
         line = next((m.group(0) for text in modules.values() for m in [HVD_IMPORT.search(text)] if m),
