@@ -342,9 +342,10 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
         # Sharding without an equal bound can give one rank one more batch: its last allreduce
         # then waits for ranks that have finished. No size, no safe bound: left to the user.
         note(ctx, pipe.source.node, f"not divided: `{q.removeprefix('tensorflow.')}` has no size known "
-             "before reading it, so no equal per-rank bound can be set; shard its files by rank "
-             "(`list_files(...).shard(hvd.size(), hvd.rank())`) and bound every rank by the same "
-             "take(n) or steps_per_epoch")
+             "before reading it, so no equal per-rank bound can be set here; when you know its number of "
+             "records N, divide it where it is made: `.shard(hvd.size(), hvd.rank()).take(N // hvd.size())`; "
+             "with several files, shard the file list by rank (`list_files(...).shard(hvd.size(), hvd.rank())`) "
+             "and bound every rank by the same take(n) or steps_per_epoch")
         return
     seen.add(key)
     hvd = ctx.hvd
