@@ -188,3 +188,18 @@ def test_edit_on_a_rewritten_import_is_refused():
     at = lk.text.index("pass\n", lk.text.index("def make_optimizer"))      # the entry's `from data import load`
     with pytest.raises(UserError, match="project import"):
         lk.file_edits([Edit(at + 1, at + 3, "xx")])
+
+
+def test_a_name_two_modules_define_is_said(tmp_path):
+    """Read as one text, two modules' `build` are one name: the report says so (point 12)."""
+    (tmp_path / "nets.py").write_text("import tensorflow as tf\n\n\ndef build():\n"
+                                      "    return tf.keras.Sequential([tf.keras.layers.Dense(1)])\n")
+    (tmp_path / "inputs.py").write_text("import tensorflow as tf\n\n\ndef build():\n"
+                                        "    return tf.data.Dataset.range(8).batch(2)\n")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\nimport inputs\nimport nets\n\nmodel = nets.build()\n"
+        "model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss='mse')\n"
+        "model.fit(inputs.build(), epochs=2)\n")
+    proc = run("convert", str(tmp_path / "train.py"), "--diff")
+    assert "12. the program is the project (the entry and its project modules): not done" in proc.stderr
+    assert "`build` is also defined in" in proc.stderr

@@ -44,6 +44,7 @@ class Link:
         self.entry, self.modules, self.order = entry, modules, order
         self.parts: list[str] = []
         self.pieces: list[Piece] = []
+        self.collisions: list = []          # (name, [(file, line)]) defined in two modules
         self._at = 0
 
     # -- building -------------------------------------------------------------------------
@@ -187,7 +188,21 @@ def link(layout: Layout) -> Link:
     lk._add("\n", None, split, split, True)
     lk._copy(entry, split, len(entry.text), replaced[layout.entry])
     lk.finish()
+    lk.collisions = _collisions(lk)
     return lk
+
+
+def _collisions(lk: Link) -> list[tuple[str, list[tuple[Path, int]]]]:
+    """Top-level functions and classes that two modules of the program define under one
+    name: in the one text, the last definition hides the others (a known limit of the link)."""
+    where: dict[str, list[tuple[Path, int]]] = {}
+    for path in lk.order + [lk.entry]:
+        for node in lk.modules[path].source.module.children:
+            if node.type == "decorated":
+                node = node.children[-1]
+            if node.type in ("funcdef", "classdef"):
+                where.setdefault(node.name.value, []).append((path, node.start_pos[0]))
+    return [(name, places) for name, places in where.items() if len({p for p, _ in places}) > 1]
 
 
 TF_ALIAS = "tf"

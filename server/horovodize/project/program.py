@@ -98,6 +98,11 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
     conv = ProgramConversion(layout.entry, root.resolve(), lk, analysis)
     for path in [layout.entry] + lk.order:
         conv.outside += [(path, line, text) for line, text in layout.module(path).outside]
+    for name, places in lk.collisions:
+        (path, line), others = places[-1], places[:-1]
+        conv.outside.append((path, line, f"`{name}` is also defined in " + ", ".join(
+            f"{conv.name(p)} line {n}" for p, n in others) + ": read as one program, the analysis follows this "
+            "definition wherever the name is used; check the changes made where the others are used"))
     per_file = _placed(conv)
     moved = _move_state(conv, per_file)
     for path in [layout.entry] + lk.order:
