@@ -82,8 +82,27 @@ def test_report_places_each_change_in_its_file():
 def test_entry_alone_without_diff_or_write_is_refused_with_the_reason():
     proc = run("convert", "factories/train.py", cwd=PROJECTS)
     assert proc.returncode == 2
-    assert "imports modules of its project (factories/data.py, factories/model.py)" in proc.stderr and "--diff or --write" in proc.stderr
-    assert proc.stdout == ""
+    assert "also changes the project modules it imports (factories/data.py, factories/model.py)" in proc.stderr
+    assert "--diff or --write" in proc.stderr and proc.stdout == ""
+
+
+def test_entry_whose_modules_need_no_change_is_printed_as_one_file(tmp_path):
+    """A script that imports only its settings (`import config`): the program is read as one
+    (the rate comes from config.py), and only the script changes, so stdout and -o work."""
+    (tmp_path / "config.py").write_text("EPOCHS = 2\nLR = 0.01\n")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\nimport config\n\nx = tf.random.normal((64, 4))\n"
+        "ds = tf.data.Dataset.from_tensor_slices((x, tf.reduce_sum(x, axis=1))).batch(8)\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer=tf.keras.optimizers.SGD(config.LR), loss='mse')\n"
+        "model.fit(ds, epochs=config.EPOCHS)\n")
+    proc = run("convert", str(tmp_path / "train.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "hvd.init()" in proc.stdout and "config.LR * hvd.size()" in proc.stdout
+    assert "12. the program is the project" in proc.stderr
+    out = tmp_path / "out.py"
+    assert run("convert", str(tmp_path / "train.py"), "-o", str(out)).returncode == 0
+    assert out.read_text() == proc.stdout
 
 
 def test_refused_program_writes_no_file(tmp_path):

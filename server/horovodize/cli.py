@@ -337,10 +337,8 @@ def cmd_convert(args) -> int:
                             f"program: horovodize convert {found[0]} --diff (or --file-only to convert this file alone)")
         root = found[1] if found is not None else None
         if root is not None:
-            if not (args.diff or args.write):
-                raise UserError(f"{target}: imports modules of its project ({plan.module_names(target, root, _read)}): "
-                                "they are converted with it; use --diff or --write (or --file-only to convert "
-                                "this file alone)")
+            if args.to_script:
+                raise UserError("--to-script takes a single notebook (.ipynb)")
             programs = {target: root}
     if args.output and (len(files) != 1 or target.is_dir()):
         raise UserError("-o/--output takes a single input file")
@@ -563,6 +561,11 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
         raise prepared
     conv = prepared or convert_program(entry, plan.original_reader(done, _read), root, args.keras_target)
     changes = [f for f in conv.files if f.changed]
+    whole = args.diff or args.write
+    if not whole and any(f.path != conv.entry for f in changes):
+        raise UserError(f"{entry}: the conversion also changes the project modules it imports "
+                        f"({', '.join(conv.name(f.path) for f in changes if f.path != conv.entry)}); use --diff or "
+                        "--write (or --file-only to convert this file alone)")
     for f in changes:
         if f.path in done and done[f.path] != f.after:
             raise UserError(f"{f.path}: two programs of {root} need different edits in this shared module; "
@@ -572,6 +575,8 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
             check_writable(f.path)
     data = relocate_report(report.build(conv.analysis, str(entry)), conv)
     print(json.dumps(data) if getattr(args, "format", "text") == "json" else report.text(data), file=sys.stderr)
+    if not whole:              # only the entry changes: printed (or -o) as for one file
+        _write_out(Path(args.output), conv.files[0].after) if args.output else sys.stdout.write(conv.files[0].after)
     if conv.refused:
         return 0, 1
     if not changes:
