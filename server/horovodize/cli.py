@@ -517,12 +517,11 @@ def _check_program(entry: Path, root: Path, select, args, results: list, only: P
 
     _layout, lk, analysis = analyze_program(entry, _read, root, getattr(args, "keras_target", "tf.keras"),
                                             strict=False)
-    sources = {p: Source(m.text, m.source.module) for p, m in lk.modules.items()}
 
     def where(offset: int) -> tuple[Path, int, int]:
         path, off = lk.locate(offset)
         path = path or lk.entry
-        line, col = sources[path].position(off)
+        line, col = lk.modules[path].source.position(off)
         return path, line + 1, col + 1
 
     for f in analysis.findings:

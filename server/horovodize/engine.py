@@ -98,7 +98,7 @@ class Analysis:
         edits = list(fix.edits)
         if fix.needs_setup and self.setup is not None and self.setup.fix is not None:
             edits = list(self.setup.fix.edits) + edits
-        return _without_overlaps(edits)
+        return without_overlaps(edits)
 
     def conversion_sites(self) -> list[Finding]:
         """The rule sites the whole-file conversion applies (the report lists these)."""
@@ -126,7 +126,7 @@ class Analysis:
         for f in sites:
             if f is not self.setup and id(f) not in inner:
                 edits += f.fix.edits
-        return _without_overlaps(edits)
+        return without_overlaps(edits)
 
     def converted(self) -> str:
         return apply_edits(self.source.text, self.conversion_edits())
@@ -162,7 +162,7 @@ def _nested_guards(sites: list[Finding]) -> set[int]:
     return inner
 
 
-def _without_overlaps(edits: list[Edit]) -> list[Edit]:
+def without_overlaps(edits: list[Edit]) -> list[Edit]:
     """Sort stably by position and drop an edit that overlaps an earlier one."""
     out: list[Edit] = []
     seen: set[Edit] = set()     # sites sharing edits (one rank-0 guard around a run of statements)

@@ -8,7 +8,7 @@ the root): ``a/b.py`` or ``a/b/__init__.py`` below one of those bases. An import
 resolves nowhere there is a library's (installed, or missing): not the project's.
 
 Requires: parse (Source, imports helpers). Provides: `find_root`, `Layout`, `ProjectImport`,
-`Module`, `project_entries`.
+`Module`, `project_entries`, `top_imports`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..parse import nodes as N
-from ..parse.imports import dotted_name, from_module_text, from_names, import_names
+from ..parse.imports import dotted_name, from_module_text, from_names, import_bindings, import_names
 from ..parse.source import Source
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -191,6 +191,20 @@ def _import_nodes(module):
     return found
 
 
+def top_imports(source: Source, before: int | None = None) -> list[tuple[str, str, str]]:
+    """(local name, full dotted target, statement code) of each module-level import (above
+    offset `before`)."""
+    out = []
+    for stmt in source.module.children:
+        if before is not None and source.offset(stmt.start_pos) >= before:
+            break
+        for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
+            if small.type in ("import_name", "import_from"):
+                code = small.get_code(include_prefix=False)
+                out += [(local, full, code) for local, full in import_bindings(small)]
+    return out
+
+
 def main_block(module):
     """The top-level ``if __name__ == "__main__":`` statement, or None."""
     for stmt in module.children:
@@ -235,16 +249,18 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
     in pyproject.toml)."""
     root = root.resolve()
     imported: set[Path] = set()
+    trees = {}
     for f in files:
-        layout = Layout(root, f, read)
-        imported.update(p for p in layout.module(f).deps if p != f.resolve())
+        m = Layout(root, f, read).module(f)
+        trees[f] = m.source.module
+        imported.update(p for p in m.deps if p != f.resolve())
     scripts = _console_scripts(root)
     entries = []
     for f in files:
         r = f.resolve()
         if f.name == "__init__.py":
             continue
-        module = Source(read(r)).module
+        module = trees[f]
         # a script another one imports (``from train import build``) is still started on its
         # own when it has a __main__ block; top-level code alone runs at import: a library's
         if main_block(module) is not None or (r not in imported and runs_code(module)) \

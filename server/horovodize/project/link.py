@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from ..parse import nodes as N
 from ..parse.source import Edit, line_table
-from .layout import Binding, Layout, Module, main_block
+from .layout import Binding, Layout, Module, main_block, top_imports
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,7 @@ class Link:
         self.parts: list[str] = []
         self.pieces: list[Piece] = []
         self.collisions: list = []          # (name, [(file, line)]) defined in two modules
+        self.split = 0                      # offset in the entry where its top block ends (the set-up's place)
         self._at = 0
 
     # -- building -------------------------------------------------------------------------
@@ -174,9 +174,9 @@ def link(layout: Layout) -> Link:
     order = _dependencies_first(layout)
     lk = Link(layout.entry, {p: layout.module(p) for p in order + [layout.entry]}, order)
     replaced = {p: _replacements(layout.module(p), is_entry=p == layout.entry) for p in lk.modules}
-    split = _header_end(entry)
+    split = lk.split = _header_end(entry)
     lk._copy(entry, 0, split, replaced[layout.entry])
-    if not _imports_tensorflow(entry, split):
+    if not any(full.split(".")[0] == "tensorflow" for _local, full, _code in top_imports(entry.source, split)):
         # the modules import TensorFlow, the entry does not: the set-up (which the engine puts
         # after the program's TensorFlow import) still goes in the entry, which imports it
         lk._add(f"import tensorflow as {TF_ALIAS}\n", layout.entry, split, split, True)
@@ -208,19 +208,6 @@ def _collisions(lk: Link) -> list[tuple[str, list[tuple[Path, int]]]]:
 TF_ALIAS = "tf"
 
 
-def _imports_tensorflow(m: Module, before: int) -> bool:
-    from ..parse.imports import import_bindings
-
-    for stmt in m.source.module.children:
-        if m.source.offset(stmt.start_pos) >= before:
-            break
-        for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
-            if small.type in ("import_name", "import_from") and any(
-                    full == "tensorflow" or full.startswith("tensorflow.") for _l, full in import_bindings(small)):
-                return True
-    return False
-
-
 def _dependencies_first(layout: Layout) -> list[Path]:
     """The project modules the entry reaches, each after the modules it imports (the entry
     itself left out; an import cycle is broken where it closes)."""
@@ -241,12 +228,11 @@ def _dependencies_first(layout: Layout) -> list[Path]:
 def _header_end(m: Module) -> int:
     """Offset where the entry's top block ends: the start of the first top-level statement
     that holds a project import (the project modules are read from there on)."""
-    first = {id(N.statement_of(imp.node)) for imp in m.imports}
     src = m.source
-    for stmt in m.source.module.children:
-        if _holds(stmt, m) and stmt.type != "endmarker":
+    for stmt in src.module.children:
+        if stmt.type != "endmarker" and _holds(stmt, m):
             return src.line_start(src.offset(stmt.start_pos))
-    return src.line_start(src.offset(m.source.module.children[-1].start_pos)) if first else len(m.text)
+    return len(m.text)
 
 
 def _holds(stmt, m: Module) -> bool:

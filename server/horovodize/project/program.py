@@ -18,11 +18,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine import Analysis, analyze
+from ..engine import Analysis, analyze, without_overlaps
 from ..errors import UserError
-from ..parse.imports import import_bindings
 from ..parse.source import Edit, ParseError, Source, apply_edits
-from .layout import Layout, find_root
+from .layout import Layout, find_root, top_imports
 from .link import Link, link
 
 PROJECT_POINT = (12, "the program is the project (the entry and its project modules)")
@@ -103,14 +102,15 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
         conv.outside.append((path, line, f"`{name}` is also defined in " + ", ".join(
             f"{conv.name(p)} line {n}" for p, n in others) + ": read as one program, the analysis follows this "
             "definition wherever the name is used; check the changes made where the others are used"))
-    per_file = _placed(conv)
+    known = _program_imports(conv)
+    per_file = _placed(conv, known)
     moved = _move_state(conv, per_file)
     for path in [layout.entry] + lk.order:
         before = lk.modules[path].text
         edits = per_file.get(path, [])
         if path != layout.entry:
-            edits = edits + _imports_needed(lk, path, edits, conv, moved.get(path, ""))
-        edits = _sorted(edits)
+            edits = edits + _imports_needed(lk.modules[path].source, edits, known, moved.get(path, ""))
+        edits = without_overlaps(edits)
         after = apply_edits(before, edits)
         if after != before:
             try:
@@ -121,17 +121,9 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
     return conv
 
 
-def _sorted(edits: list[Edit]) -> list[Edit]:
-    seen, out = set(), []
-    for e in sorted(edits, key=lambda e: (e.start, e.end)):
-        if e not in seen:
-            seen.add(e)
-            out.append(e)
-    return out
-
-
-def _placed(conv: ProgramConversion) -> dict[Path, list[Edit]]:
-    """The conversion's edits per file, the set-up in the entry (never in a library module)."""
+def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[Edit]]:
+    """The conversion's edits per file, the set-up in the entry (never in a library module);
+    `known`: the program's import statement of each name (`_program_imports`)."""
     analysis, lk = conv.analysis, conv.link
     setup = analysis.setup.fix.edits if analysis.setup is not None and analysis.setup.fix else []
     edits = analysis.conversion_edits()
@@ -140,15 +132,15 @@ def _placed(conv: ProgramConversion) -> dict[Path, list[Edit]]:
         path, start = lk.locate(e.start)
         text = e.new_text
         if path != conv.entry or e.start != e.end:
-            start = _header_offset(lk)
+            start = lk.split
             text = _own_lines(text)
         out.setdefault(conv.entry, []).append(Edit(start, start, _with_tf(lk, text, start)))
     for path, mapped in lk.file_edits([e for e in edits if e not in setup]).items():
         for e in mapped:
             if path != conv.entry and INIT.search(e.new_text):
                 # a missing hvd.init() (a library converted by an earlier run): in the entry
-                at = _header_offset(lk)
-                line = _program_imports(conv).get("hvd", "import horovod.tensorflow as hvd")
+                at = lk.split
+                line = known.get("hvd", "import horovod.tensorflow as hvd")
                 bound = _top_bindings(lk.modules[conv.entry].source, at)
                 out.setdefault(conv.entry, []).append(Edit(at, at, ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"))
                 continue
@@ -181,12 +173,6 @@ def _move_state(conv: ProgramConversion, per_file: dict[Path, list[Edit]]) -> di
     return out
 
 
-def _header_offset(lk: Link) -> int:
-    """Offset in the entry where its top block ends (the linker's split)."""
-    first = next(p for p in lk.pieces if p.path is None)
-    return first.fstart
-
-
 def _own_lines(text: str) -> str:
     """The set-up's lines without the copy of a late import the engine put before them."""
     lines = text.splitlines(keepends=True)
@@ -209,27 +195,18 @@ def _with_tf(lk: Link, text: str, at: int) -> str:
 
 
 def _top_bindings(source: Source, before: int | None = None) -> dict[str, str]:
-    """Local name → import line, of the module-level imports (above `before`)."""
-    out = {}
-    for stmt in source.module.children:
-        if before is not None and source.offset(stmt.start_pos) >= before:
-            break
-        for small in (stmt.children if stmt.type == "simple_stmt" else [stmt]):
-            if small.type in ("import_name", "import_from"):
-                for local, _full in import_bindings(small):
-                    out[local] = small.get_code(include_prefix=False)
-    return out
+    """Local name → import statement, of the module-level imports (above `before`)."""
+    return {local: code for local, _full, code in top_imports(source, before)}
 
 
-def _imports_needed(lk: Link, path: Path, edits: list[Edit], conv: ProgramConversion, state: str = "") -> list[Edit]:
-    """The imports a library module needs for the names its edits add (``hvd``, ``math``, a
-    TensorFlow alias): the import line the program binds it with, after the module's own
-    imports, then the `state` moved to it. Never ``hvd.init()``: the entry's set-up runs it."""
+def _imports_needed(source: Source, edits: list[Edit], known: dict[str, str], state: str = "") -> list[Edit]:
+    """The imports a library module (`source`) needs for the names its edits add (``hvd``,
+    ``math``, a TensorFlow alias): the import statement the program binds it with (`known`),
+    after the module's own imports, then the `state` moved to it. Never ``hvd.init()``: the
+    entry's set-up runs it."""
     if not edits and not state:
         return []
-    source = lk.modules[path].source
     own = _top_bindings(source)
-    known = _program_imports(conv)
     texts = [e.new_text for e in edits] + [state]
     used = {m.group(1) for t in texts for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*)\b", t)}
     missing = [known[n] for n in sorted(used) if n in known and n not in own and not _bound_in_file(source, n)]
@@ -304,10 +281,10 @@ def add_init(conv: ProgramConversion, modules: dict[Path, str], base: str | None
     else:
         line = next((m.group(0) for text in modules.values() for m in [HVD_IMPORT.search(text)] if m),
                     "import horovod.tensorflow as hvd")
-        at = _header_offset(conv.link)
+        at = conv.link.split
         bound = _top_bindings(conv.link.modules[conv.entry].source, at)
         text = ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"
-        entry.edits = _sorted(entry.edits + [Edit(at, at, text)])
+        entry.edits = without_overlaps(entry.edits + [Edit(at, at, text)])
         entry.after = apply_edits(entry.before, entry.edits)
     conv.init_for = sorted(modules)
     return entry.after
@@ -337,7 +314,7 @@ def relocate_report(data: dict, conv: ProgramConversion) -> dict:
             fix(d)
             if "note" in d:
                 d["note"] = text(d["note"])
-    files = [f for f in conv.files]
+    files = conv.files
     changed = [conv.name(f.path) for f in files if f.changed]
     notes = [{"file": conv.name(p), "line": line, "note": t} for p, line, t in conv.outside]
     status = "not done" if notes else ("done" if changed and not conv.refused else "nothing to change")
