@@ -39,6 +39,8 @@ def all_rule_edits(text: str) -> list[Edit]:
     """Every rule site's primary fix and the set-up, before any de-duplication (hints aside,
     and a rank-0 guard inside the block of another guard that implies it: the outer one holds it)."""
     analysis = analyze(text)
+    if analysis.blocking_notes():
+        return []           # all or nothing: a point left wrong keeps every edit out
     edits = list(analysis.setup.fix.edits) if analysis.setup else []
     inner = _nested_guards(analysis.rule_sites)
     for f in analysis.rule_sites:
@@ -101,6 +103,8 @@ def test_output_parses_and_compiles(program):
 def test_convert_twice_is_convert_once(program):
     once = convert_text(program)
     assert convert_text(once) == once
+    if analyze(program).refused:
+        return          # (all or nothing: the refused program is left as it is, its sites still reported)
     again = analyze(once)
     assert [f for f in again.rule_sites if f.code not in hints(again)] == []
 
@@ -126,7 +130,7 @@ def test_one_horovod_import_and_one_init(program):
 
 def test_keras_flavour_for_fit_programs_only(program):
     analysis = analyze(program)
-    if analysis.setup is None:
+    if analysis.setup is None or analysis.refused:
         return
     out = convert_text(program)
     flavour = re.search(r"^import (horovod\.tensorflow(?:\.keras)?) as hvd\r?$", out, re.M).group(1)

@@ -156,7 +156,7 @@ def estimator_block(d, names) -> list[Line]:
                                   f"{tf}.train.MomentumOptimizer(learning_rate=0.01, momentum=0.9)"]), label="tf1 optimizer")
     model_dir = d.draw(st.sampled_from(['"/tmp/model"', "MODEL_DIR", "None"]), label="model_dir")
     train = d.draw(st.sampled_from(["classifier.train(input_fn, steps=100)",
-                                    "classifier.train(input_fn=input_fn, hooks=[logging_hook])",
+                                    "classifier.train(input_fn=input_fn, hooks=[logging_hook], max_steps=500)",
                                     "classifier.train(input_fn, [logging_hook], 100)",
                                     "multiline"]), label="train")
     lines = [(0, "def model_fn(features, labels, mode):"),

@@ -19,6 +19,7 @@ from .analysis.env import Env, build_env
 from .analysis.hvd_facts import HvdFacts
 from .analysis.keras3 import keras3_problems
 from .analysis.loop import LOOP_CODES, Summary, summarize
+from .parse.imports import import_bindings
 from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
 from .rules import setup_imports, stack_traps
 from .rules.base import (
@@ -30,7 +31,6 @@ from .rules.base import (
     RuleContext,
 )
 from .rules.catalogue import RULE_MODULES
-from .rules.use_site import SAME_DATA
 
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
@@ -41,9 +41,17 @@ BLOCKING_POINTS = (7, 9, 10)
 # A note that starts so says the point is done in a way that is right but costs more (the
 # archive extracted again by the other ranks of a host): advisory, it blocks nothing.
 ADVISORY = "done, but "
-# Rules that scale the learning rate by hvd.size(): on undivided data that every rank reads
-# alike (SAME_DATA), that is one gradient at N times the rate, so such a note blocks.
+# Rules that scale the learning rate by hvd.size(): on work that is not divided (each rank
+# trains on all of the data, or on the same data: one gradient) that is N times the rate for
+# no gain, so point 5 left undone blocks the conversion (`Analysis.undivided_and_scaled`).
 LR_SCALING = ("HVD010", "HVD012", "HVD013")
+# Point-5 rules whose edit divides the work (HVD045 makes a split the same on every rank and
+# HVD046 gives each rank its own exploration: neither divides anything).
+DIVIDING = ("HVD040", "HVD041", "HVD042", "HVD043", "HVD048", "HVD073")
+PARTLY = "partly done"
+UNBLOCK = ("or convert with --no-scale-lr to keep the single-process learning rate (each rank then trains on all "
+           "of the data: right, not faster)")
+NOTHING_TO_DISTRIBUTE = "nothing to distribute: every rank would compute the same step"
 
 WHOLE_FILE_TITLE = "Make Horovod-distributed"
 
@@ -60,6 +68,9 @@ class Analysis:
     refusals: list = field(default_factory=list)    # restriction problems that block the loop
     notes: list = field(default_factory=list)       # (contract point, line, text) for the report
     facts: HvdFacts | None = None                   # what the program already does with Horovod
+    # False (`convert --no-scale-lr`, the `scaleLearningRate` setting): the rate-scaling rules
+    # join no conversion (their quick fixes stay), so undivided work is right, not faster.
+    scale_lr: bool = True
 
     @property
     def refused(self) -> bool:
@@ -76,10 +87,31 @@ class Analysis:
         not faster) are advisory. Only when the conversion would otherwise go ahead."""
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
-        scaled = any(f.code in LR_SCALING for f in self.rule_sites)
-        return [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
-                or (n[0] == 5 and n[2].startswith("divided, but"))
-                or (n[0] == 5 and scaled and n[2].startswith(SAME_DATA))]
+        blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
+                    or (n[0] == 5 and n[2].startswith("divided, but"))]
+        return blocking + self.undivided_and_scaled()
+
+    def undivided_and_scaled(self) -> list[tuple[int, int, str]]:
+        """Point 5 left undone while a rule scales the learning rate (contract point 8): the
+        ranks would each train on all of the data (or on the same data: one gradient) at N
+        times the rate. Its notes, reworded to say how to unblock; a note of its own when
+        nothing was divided and no rule said why. Empty with ``scale_lr`` off, or when the
+        samples are each rank's own (the episodes of a reinforcement-learning environment)."""
+        if not any(scales(f) and (self.scale_lr or f.code not in LR_SCALING) for f in self.rule_sites) \
+                or own_episodes(self):
+            return []
+        undone = [n for n in self.notes if n[0] == 5 and not n[2].startswith((ADVISORY, "divided, but"))
+                  and not n[2].startswith(PARTLY)]
+        divided = any(f.code in DIVIDING for f in self.rule_sites) or any(
+            n[0] == 5 and n[2].startswith(ADVISORY) for n in self.notes)
+        if not undone and divided:
+            return []
+        if not undone:
+            line = min(s.node.start_pos[0] for s in self.summary.sites if s.node is not None)
+            undone = [(5, line, "not divided: no data source, step bound (take, steps_per_epoch, steps) or epoch "
+                                "count found to divide, while the learning rate is scaled by hvd.size(); shard the "
+                                "data where it is read (`.shard(hvd.size(), hvd.rank())`) or divide the steps")]
+        return [(5, line, f"{_identical(text)}; {UNBLOCK}") for _, line, text in undone]
 
     def refusal_reasons(self) -> list[tuple[str, int, str]]:
         """(code, 1-based line, message) of each restriction that blocks the conversion, then
@@ -105,6 +137,8 @@ class Analysis:
         if self.blocking_notes():
             return []   # all or nothing: each site stays a quick fix of its own
         sites = self.rule_sites
+        if not self.scale_lr:
+            sites = [f for f in sites if f.code not in LR_SCALING]
         if not (self.summary and self.summary.sites) and not (self.facts and self.facts.uses_horovod):
             return []   # no training loop: nothing to distribute (a saliency or export script)
         if self.facts is not None and self.facts.uses_horovod:
@@ -160,6 +194,37 @@ def _nested_guards(sites: list[Finding]) -> set[int]:
         if any(g is not f and s2 < start and end <= e2 and (k2 == "rank" or k2 == kind) for s2, e2, k2, g in blocks):
             inner.add(id(f))
     return inner
+
+
+def scales(finding: Finding) -> bool:
+    """The site's fix scales the learning rate by hvd.size(): the scaling rules, and the
+    optimizer a premade Estimator makes by default, made scaled inside the Horovod wrapper
+    (HVD011 "Use a scaled ...": `--no-scale-lr` does not leave that one)."""
+    return finding.code in LR_SCALING or finding.code == "HVD011" and "scaled" in finding.fix.title
+
+
+def _identical(note: str) -> str:
+    """A point-5 note, saying "nothing to distribute" where every rank computes the same step."""
+    return note.replace("not divided: each step trains on the same data on every rank (",
+                        f"{NOTHING_TO_DISTRIBUTE} (", 1)
+
+
+RL_MODULES = ("gym", "gymnasium")
+
+
+def own_episodes(analysis: Analysis) -> str:
+    """``line N: gym.make(...)`` when the program has no dataset and makes its samples with a
+    reinforcement-learning environment (keras-io's actor-critic): there is no data to divide,
+    each rank's episodes are its own; '' otherwise."""
+    env = analysis.env
+    if env is None or any(b.role == "dataset" for b in env.with_role()):
+        return ""
+    aliases = {local for node in env.index.imports for local, full in import_bindings(node) if full in RL_MODULES}
+    for call in env.index.by_method.get("make", ()):
+        parts = (call.callee_dotted() or "").split(".")
+        if len(parts) == 2 and parts[0] in aliases:
+            return f"line {call.node.start_pos[0]}: {call.callee_dotted()}(...)"
+    return ""
 
 
 def without_overlaps(edits: list[Edit]) -> list[Edit]:
@@ -300,21 +365,23 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
     return out
 
 
-def conversion(text: str, keras_target: str = "tf.keras") -> Analysis:
+def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True) -> Analysis:
     """The analysis a whole-file conversion applies (one parse, one analysis: the CLI's
     report and warnings read the same one); raises `ParseError` when the input does not
-    parse or is too deeply nested."""
+    parse or is too deeply nested. `scale_lr` False: the learning rate is left as it is
+    (`Analysis.scale_lr`)."""
     source = Source(text)
     source.check_parses()
     analysis = analyze(text, module=source.module, keras_target=keras_target)
     if analysis.error is not None:
         raise analysis.error
+    analysis.scale_lr = scale_lr
     return analysis
 
 
-def convert_text(text: str, keras_target: str = "tf.keras") -> str:
+def convert_text(text: str, keras_target: str = "tf.keras", scale_lr: bool = True) -> str:
     """The whole-file conversion; raises `ParseError` when the input does not parse."""
-    return conversion(text, keras_target).converted()
+    return conversion(text, keras_target, scale_lr).converted()
 
 
 __all__ = ["Analysis", "analyze", "conversion", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

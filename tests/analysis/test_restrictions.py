@@ -639,7 +639,7 @@ def test_fit_generator_positional_callbacks_and_verbose(check):
     r = check(KERAS_FIT.replace("model.fit(x, y, batch_size=8, epochs=2)",
                                 "model.fit_generator(gen, 4, 2, 1, [cb])"))
     out = r.converted()
-    assert "model.fit_generator(gen, 4, 2, 1 if hvd.rank() == 0 else 0, [hvd.callbacks.BroadcastGlobalVariablesCallback(0), " in out, out
+    assert "model.fit_generator(gen, max(1, 4 // hvd.size()), 2, 1 if hvd.rank() == 0 else 0, [hvd.callbacks.BroadcastGlobalVariablesCallback(0), " in out, out
 
 
 def test_t5_negative_main_guard_and_try(check):

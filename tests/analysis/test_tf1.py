@@ -187,7 +187,7 @@ import tensorflow.compat.v1 as tf
 
 columns = [tf.feature_column.numeric_column("x")]
 est = tf.estimator.DNNRegressor({given}hidden_units=[4], feature_columns=columns)
-est.train(lambda: tf.data.Dataset.from_tensors(({{"x": [[1.0]]}}, [[1.0]])).repeat())
+est.train(lambda: tf.data.Dataset.from_tensors(({{"x": [[1.0]]}}, [[1.0]])).repeat(), steps=100)
 """)
     assert f"tf.estimator.DNNRegressor({expected}hidden_units=[4]" in r.converted()
     assert not [c for c in r.codes() if c.startswith("HVD-")]
@@ -201,7 +201,7 @@ import tensorflow.compat.v1 as tf
 
 est = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
                                    optimizer=tf.train.FtrlOptimizer(learning_rate=0.1, l1_regularization_strength=0.01))
-est.train(lambda: None, hooks=None)
+est.train(lambda: None, hooks=None, steps=100)
 """)
     assert "HVD-R5" not in r.codes()
     assert "hvd.DistributedOptimizer(tf.train.FtrlOptimizer(learning_rate=0.1 * hvd.size()," in r.converted()

@@ -121,7 +121,7 @@ def main(argv):
     step = tf.function(functools.partial(train_step, scale=1.0))
     train = tf.function(train_step)
     for _ in range(10):
-        step(tf.ones([4, 2]), tf.ones([4, 1]))
+        step(tf.random.normal([4, 2]), tf.ones([4, 1]))
         train(tf.ones([4, 2]), tf.ones([4, 1]), 1.0)
 
 
@@ -145,7 +145,7 @@ def train_step(x, y):
 
 
 for _ in range(3):
-    train_step(tf.ones([2, 2]), tf.ones([2, 1]))
+    train_step(tf.random.normal([2, 2]), tf.ones([2, 1]))
 """
 
 STRATEGY = """\
@@ -248,7 +248,7 @@ def test_self_train_step_rebound_to_tf_function_does_not_block(check):
 
             def fit(self, steps):
                 for _ in range(steps):
-                    self.train_step(tf.ones([4, 2]), tf.ones([4, 1]))
+                    self.train_step(tf.random.normal([4, 2]), tf.ones([4, 1]))
 
 
         Trainer().fit(5)
@@ -392,8 +392,9 @@ TRAINING_SHAPES = {
     "manual_sgd": """
         w = tf.Variable(1.0)
         for _ in range(10):
+            x = tf.random.normal([4])
             with tf.GradientTape() as tape:
-                loss = w * w
+                loss = tf.reduce_mean(tf.square(w * x - x))
             dw = tape.gradient(loss, w)
             w.assign_sub(0.1 * dw)
         """,

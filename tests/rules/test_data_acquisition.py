@@ -113,8 +113,8 @@ def test_epochs_rounded_up_and_one_epoch_left_alone():
     assert "epochs=int(m.ceil(4 / hvd.size()))" in convert_text(aliased)
     one = arrays.replace("y = x\n", "y = x\nEPOCHS = 1\n") + FIT_TAIL.replace("epochs=4", "epochs=EPOCHS")
     out = convert_text(one)
-    assert "epochs=EPOCHS," in out and "math" not in out
-    assert point(one, 5)["status"] == "not done"
+    assert "epochs=EPOCHS," in out and "math" not in out and "x[hvd.rank():len(x)" in out   # (sliced instead)
+    assert point(one, 5)["status"] == "done"
 
 
 def test_converted_output_offers_no_second_fix():

@@ -54,10 +54,13 @@ def test_verbose(before, after):
      f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=0, callbacks=[{BCAST}])"),
     ("model.fit(x, y, 16, 4, 2)",
      f"model.fit(x, y, 16, int(math.ceil(4 / hvd.size())), 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
-    ("model.fit(x, callbacks=cbs)",
-     f"model.fit(x, callbacks=[{FIRST}] + list(cbs or []), verbose=1 if hvd.rank() == 0 else 0)"),
-    ("model.fit(x)",
-     f"model.fit(x, callbacks=[{BCAST}], verbose=1 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y, epochs=3, callbacks=cbs)",
+     f"model.fit(x, y, epochs=int(math.ceil(3 / hvd.size())), callbacks=[{FIRST}] + list(cbs or []), "
+     "verbose=1 if hvd.rank() == 0 else 0)"),
+    ("model.fit(x, y)",       # (one epoch: the arrays sliced per rank)
+     "model.fit(x[hvd.rank():len(x) // hvd.size() * hvd.size():hvd.size()], "
+     f"y[hvd.rank():len(y) // hvd.size() * hvd.size():hvd.size()], callbacks=[{BCAST}], "
+     "verbose=1 if hvd.rank() == 0 else 0)"),
 ])
 def test_callbacks_and_verbose_together(before, after):
     out = convert_text(HEAD + before + "\n")

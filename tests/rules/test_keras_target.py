@@ -78,7 +78,7 @@ def train_step(x, y):
 
 
 for _ in range(4):
-    train_step(tf.ones((8, 4)), tf.ones((8, 1)))
+    train_step(tf.random.normal((8, 4)), tf.ones((8, 1)))
 """
 
 
@@ -164,7 +164,7 @@ def train_step(x, y):
 
 
 for _ in range(3):
-    train_step(tf.ones([2, 2]), tf.ones([2, 1]))
+    train_step(tf.random.normal([2, 2]), tf.ones([2, 1]))
 """
 
 

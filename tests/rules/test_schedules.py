@@ -33,11 +33,12 @@ def test_divided_epochs_divide_decay_warmup_and_restart_steps():
     assert "HVD047" in {c["code"] for c in p4["changes"]}
 
 
-def test_nothing_divided_leaves_the_schedule():
-    # epochs=1 on arrays: not divided (the report says so), so the schedule keeps its steps
+def test_one_sliced_epoch_divides_the_schedule():
+    # epochs=1 on arrays: the arrays are sliced per rank (each rank 1/N of the steps), so the
+    # schedule's steps follow
     text = FIT.format(schedule="tf.keras.optimizers.schedules.ExponentialDecay(0.1, 1000, 0.9)", epochs=1)
-    assert codes(text) == []
-    assert "ExponentialDecay(0.1 * hvd.size(), 1000, 0.9)" in convert_text(text)
+    assert codes(text) == ["HVD047"]
+    assert "ExponentialDecay(0.1 * hvd.size(), max(1, 1000 // hvd.size()), 0.9)" in convert_text(text)
 
 
 def test_a_count_taken_from_the_sharded_dataset_is_not_divided_twice():

@@ -5,15 +5,14 @@ stdout stays the converted program; ``--format json`` for tools.
 
 from __future__ import annotations
 
-from ..engine import ADVISORY, Analysis
-from ..parse.imports import import_bindings
+from ..engine import ADVISORY, LR_SCALING, Analysis, own_episodes
 
 POINTS = [
     (1, "Horovod set-up in every worker", ("HVD001", "HVD002", "HVD003", "HVD070")),
     (2, "same start: initial state broadcast from rank 0", ("HVD021", "HVD050", "HVD060", "HVD071", "HVD072")),
     (3, "gradients averaged", ("HVD011", "HVD012", "HVD020")),
     (4, "learning rate scaled by hvd.size() once", ("HVD010", "HVD012", "HVD013", "HVD047")),   # HVD012 scales too
-    (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD045", "HVD046", "HVD048", "HVD073")),
+    (5, "work divided, equal steps on every rank", ("HVD040", "HVD041", "HVD042", "HVD043", "HVD045", "HVD046", "HVD048", "HVD049", "HVD073")),
     (6, "callbacks as Horovod's guide orders them", ("HVD050", "HVD204")),
     (7, "side effects from rank 0 (prints, files), reads after a barrier",
      ("HVD030", "HVD031", "HVD032", "HVD033", "HVD051", "HVD061", "HVD074")),
@@ -49,7 +48,8 @@ def build(analysis: Analysis, path: str = "") -> dict:
                                    for f in analysis.findings if MISUSE_POINT.get(f.code) == number and f not in sites]
         hints = [f"line {src.position(f.start)[0] + 1}: {f.code} {f.message} (a quick fix, left to you in a "
                  "program distributed by hand)" for f in analysis.rule_sites
-                 if f.code in point_codes and f not in sites and has_loop and not refused]
+                 if f.code in point_codes and f not in sites and has_loop and not refused
+                 and (analysis.scale_lr or f.code not in LR_SCALING)]
         left += hints
         notes = [{"line": line, "note": text} for point, line, text in analysis.notes if point == number]
         stack = [r for r in analysis.refusal_reasons() if r[0] in ("HVD090", "HVD093", "HVD094")] if number == 11 else []
@@ -59,6 +59,8 @@ def build(analysis: Analysis, path: str = "") -> dict:
             status, why = "not done", "the conversion is refused (point 8)"
         elif left:
             status, why = ("partly done" if changes else "not done"), "; ".join(left)
+        elif number == 4 and not analysis.scale_lr and any(f.code in LR_SCALING for f in analysis.rule_sites):
+            status, why = "left as asked", "--no-scale-lr: the learning rate stays the single-process rate"
         elif changes and not (number == 5 and all(c["code"] in SAME_ON_EVERY_RANK for c in changes)):
             status, why = "done", ""
         elif not has_loop:
@@ -66,9 +68,11 @@ def build(analysis: Analysis, path: str = "") -> dict:
             notes = []          # (what a rule noted about a program that trains nothing)
         elif already and number in LOOP_POINTS:
             status, why = "already", "the program already does this with Horovod"
-        elif number == 5 and _episodes(analysis):
+        elif number == 5 and own_episodes(analysis):
             status, why = "nothing to change", (f"no dataset to divide: each rank trains on the episodes of its "
-                                                f"own environment ({_episodes(analysis)})")
+                                                f"own environment ({own_episodes(analysis)})")
+        elif number == 5 and notes and all(n["note"].startswith(ADVISORY) for n in notes):
+            status, why = "done", ""       # (its way is in the note: each rank draws its own batches)
         elif number == 5:
             status, why = "not done", ("no step bound (take, steps_per_epoch, steps) nor finite tf.data source "
                                        "found to divide (e.g. an infinite dataset, a generator, or epochs=1)")
@@ -107,24 +111,6 @@ def _error_line(trace: str) -> str:
     lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
     rule = next((line for line in lines if line.startswith("rule module")), "")
     return f"{rule}: {lines[-1]}" if rule else (lines[-1] if lines else "")
-
-
-RL_MODULES = ("gym", "gymnasium")
-
-
-def _episodes(analysis: Analysis) -> str:
-    """``line N: gym.make(...)`` when the program has no dataset and makes its samples with a
-    reinforcement-learning environment (keras-io's actor-critic): there is no data to divide,
-    each rank's episodes are its own; '' otherwise."""
-    env = analysis.env
-    if env is None or any(b.role == "dataset" for b in env.with_role()):
-        return ""
-    aliases = {local for node in env.index.imports for local, full in import_bindings(node) if full in RL_MODULES}
-    for call in env.index.by_method.get("make", ()):
-        parts = (call.callee_dotted() or "").split(".")
-        if len(parts) == 2 and parts[0] in aliases:
-            return f"line {call.node.start_pos[0]}: {call.callee_dotted()}(...)"
-    return ""
 
 
 def _unique(changes: list[dict]) -> list[dict]:

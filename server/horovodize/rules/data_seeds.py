@@ -34,12 +34,20 @@ from typing import Iterator
 
 from ..parse import nodes as N
 from ..parse.source import Edit
+from ..analysis.loop import FIT
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .work_division import training_data
 
 RULES = {
     "HVD045": ("same-split-on-every-rank", "Seed the random split so every rank makes the same one"),
     "HVD046": ("exploration-seed-per-rank", "Seed the environment and the exploration per rank (seed + hvd.rank())"),
+    "HVD049": ("shuffle-seed-per-rank", "Seed TensorFlow per rank (seed + hvd.rank()) so each rank shuffles its own way"),
 }
+# TensorFlow's global seed (the last two seed numpy and random too): it orders fit's shuffle.
+TF_SEEDS = ("tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
+            "tf_keras.utils.set_random_seed")
+# Between the seed and fit, draws that make the data or its split: they must stay alike.
+SPLIT_DRAWS = ("train_test_split", "sample", "shuffle", "permutation", "split_dataset")
 GYM_MAKE = ("gym.make", "gymnasium.make")
 # Seeds of the draws an agent explores with (actions sampled by numpy, TensorFlow or random).
 RANK_SEEDS = ("numpy.random.seed", "np.random.seed", "random.seed", "tensorflow.random.set_seed",
@@ -52,6 +60,82 @@ GLOBAL_SEEDS = ("numpy.random.seed", "np.random.seed", "set_random_seed")   # ke
 def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from check_rank_seeds(ctx)
     yield from check_splits(ctx)
+    yield from check_fit_seeds(ctx)
+
+
+def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
+    """HVD049: ``fit`` on in-memory arrays whose epochs are divided (HVD043: every rank reads all
+    of the arrays, each in its own shuffled order) after TensorFlow's global seed is set: the
+    seed orders fit's shuffle, so every rank would draw the same batches (one gradient at N
+    times the rate). The seed gets ``+ hvd.rank()`` in place; when the program draws its data
+    or a split from the seeded state between the seed and ``fit`` (which must stay the same on
+    every rank), a new seeding line right before ``fit`` instead. A seed read from the
+    launcher's rank (``os.environ["HOROVOD_RANK"]``) is per rank already."""
+    divided = [f for f in ctx.earlier if f.code == "HVD043" and f.fix is not None
+               and f.fix.title == "Divide the epochs by hvd.size()"]
+    if not divided:
+        return
+    seeds = [c for name in ("set_seed", "set_random_seed") for c in ctx.calls(name)
+             if _qualname(ctx, c).replace("tf.", "tensorflow.", 1).endswith(TF_SEEDS)]
+    done: set = set()
+    for use in training_data(ctx):
+        call = N.as_call(use.site.node)
+        if use.site.kind != FIT or use.pipe is not None or call is None or use.site.distributed:
+            continue
+        start, end = ctx.source.span(call.node)
+        if not any(start <= f.start < end for f in divided) or _unshuffled(call):
+            continue
+        scope = N.func_scope_of(call.node)
+        before = [c for c in seeds if c.node.start_pos < call.node.start_pos
+                  and N.func_scope_of(c.node) in (scope, ctx.source.module) and not _in_loop(c.node)]
+        if not before:
+            continue
+        seed = max(before, key=lambda c: c.node.start_pos)
+        arg = seed.keyword("seed") or seed.positional(0)
+        if arg is None or seed.has_star() or mentions_hvd(seed.node, ctx) or id(seed.node) in done \
+                or "RANK" in arg.value.get_code() \
+                or ctx.blocked("HVD049", seed.node):
+            continue
+        done.add(id(seed.node))
+        seeded = ranked(ctx, arg.value)
+        what = (f"`{seed.callee_dotted()}` orders fit's shuffle alike on every rank: with the epochs divided, the "
+                "ranks would train on the same batches")
+        if not _draws_between(ctx, seed, call):
+            start, end = ctx.source.span(arg.value)
+            yield finding(ctx, "HVD049", seed.node, what, Fix(RULES["HVD049"][1], [Edit(start, end, seeded)]))
+            continue
+        callee = ctx.source.text[ctx.source.offset(seed.node.start_pos):ctx.source.offset(seed.trailer.start_pos)]
+        stmt = N.statement_of(call.node)
+        yield finding(ctx, "HVD049", seed.node, what + " (re-seeded per rank right before fit: the data drawn "
+                      "after the seed stays the same on every rank)",
+                      Fix(RULES["HVD049"][1], [ctx.insert_before_stmt(stmt, f"{callee}({seeded})")]))
+
+
+def ranked(ctx: RuleContext, value) -> str:
+    """``<seed> + hvd.rank()`` (parenthesised when it needs to be)."""
+    text = value.get_code(include_prefix=False)
+    simple = value.type in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
+    return f"{text} + {ctx.hvd}.rank()" if simple else f"({text}) + {ctx.hvd}.rank()"
+
+
+def _unshuffled(call: N.Call) -> bool:
+    arg = call.keyword("shuffle")
+    return arg is not None and arg.value.get_code(include_prefix=False) in ("False", "None")
+
+
+def _draws_between(ctx: RuleContext, seed: N.Call, fit: N.Call) -> bool:
+    """A random draw of TensorFlow (or, after ``set_random_seed``, of numpy or random), or a
+    split, between the seeding and ``fit`` in the program's text."""
+    everything = _qualname(ctx, seed).endswith("set_random_seed")
+    prefixes = ("tensorflow.random.", "tf.random.") + (("numpy.random.", "np.random.", "random.") if everything else ())
+    for c in N.calls_in(ctx.source.module):
+        name = c.method or c.callee_dotted() or ""
+        if not seed.node.end_pos <= c.node.start_pos < fit.node.start_pos or name in ("seed", "set_seed"):
+            continue
+        q = _qualname(ctx, c)
+        if q.startswith(prefixes) or name in SPLIT_DRAWS and _seed(ctx, c)[0] is not None:
+            return True
+    return False
 
 
 def check_splits(ctx: RuleContext) -> Iterator[Finding]:

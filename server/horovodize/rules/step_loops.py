@@ -59,7 +59,14 @@ class Draw:
 
     kind: str           # "dataset" / "random" / "fixed"
     node: object        # the expression drawn from (dataset, function def)
-    detail: str = ""    # "numpy" / "python" for random draws
+    detail: str = ""    # "numpy" / "python" / "tensorflow" for random draws
+
+    @property
+    def label(self) -> str:
+        """The function drawing the batches, or the random call drawn in the step."""
+        if self.node.type == "funcdef":
+            return self.node.name.value
+        return self.node.get_code(include_prefix=False).split("(", 1)[0]
 
 
 def _range_call(ctx: RuleContext, expr) -> N.Call | None:
@@ -79,6 +86,7 @@ def _range_call(ctx: RuleContext, expr) -> N.Call | None:
 def check(ctx: RuleContext) -> Iterator[Finding]:
     if any(data_seeds._qualname(ctx, c).endswith(data_seeds.GYM_MAKE) for c in ctx.calls("make")):
         return      # reinforcement learning: each rank's steps train on its own episodes (HVD046 seeds them)
+    _until_loops(ctx)
     seen: set = set()
     for use in training_data(ctx):
         if use.kind != TAPE or use.site.distributed or use.expr is None:
@@ -109,7 +117,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                  "divide its number of steps by hvd.size()")
             continue
         yield from fixes
-        stop = rng.positional(len(rng.args) - 1).value
+        stop = rng.positional(1 if len(rng.args) == 3 else len(rng.args) - 1).value
         if stop.type == "name" and any(n.type == "name" and n.value == stop.value for n in N.walk(loop.children[-1])):
             note(ctx, rng.node, f"partly done: `{stop.value}` still counts the undivided steps inside the loop "
                  f"(e.g. a last-step test never true on a rank): use max(1, {stop.value} // {ctx.hvd}.size()) there")
@@ -117,10 +125,28 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                       Fix("Divide the loop's steps by hvd.size()", edits))
 
 
+def _until_loops(ctx: RuleContext) -> None:
+    """A step loop that runs until a condition (``while True: ... break``, ``while not done:``)
+    has no step count to divide; when each of its steps draws fresh random data that no global
+    seed fixes, every rank trains on batches of its own (a larger batch in all, the exit made
+    collective by HVD080): said in the report as done that way."""
+    for site in ctx.summary.sites:
+        loop = site.driver
+        if site.kind != TAPE or site.distributed or loop is None or loop.type != "while_stmt":
+            continue
+        draws = _draws(ctx, loop, site)
+        if draws and all(d.kind == "random" and _global_seed(ctx, d.detail, loop) is None for d in draws):
+            note(ctx, loop, "done, but by each rank drawing its own random batches: the loop runs until a condition, "
+                 "so its steps are not divided")
+
+
 def _divide_range(ctx: RuleContext, rng: N.Call) -> list[Edit] | None:
     args = rng.args
-    if rng.has_star() or any(a.keyword is not None for a in args) or not 1 <= len(args) <= 2:
+    if rng.has_star() or any(a.keyword is not None for a in args) or not 1 <= len(args) <= 3:
         return None
+    if len(args) == 3:        # range(0, n, batch): each rank takes the batches of the first n / N
+        zero = args[0].value.type == "number" and args[0].value.value == "0"
+        return divide(ctx, args[1].value) if zero else None
     stop = args[-1].value
     if len(args) == 1 or (args[0].value.type == "number" and args[0].value.value == "0"):
         return divide(ctx, stop)
@@ -146,15 +172,29 @@ def count_needs_parens(text: str) -> bool:
 def _draws(ctx: RuleContext, loop, site) -> list[Draw]:
     """The batches a step of `loop` draws: in its body, or in the step function it calls."""
     bodies = [loop.children[-1]]
+    outer = N.loop_around(loop)          # (an epoch loop that draws a fresh order for its batches)
+    if outer is not None and outer.type == "for_stmt":
+        bodies.append(outer.children[-1])
     if site.function is not None and not N.inside(site.function, loop):
         bodies.append(site.function)
     out: list[Draw] = []
     for body in bodies:
         for call in N.calls_in(body):
-            draw = _draw(ctx, call)
+            draw = _draw(ctx, call) or _inline_draw(ctx, call)
             if draw is not None and all(d.node is not draw.node for d in out):
                 out.append(draw)
     return out
+
+
+def _inline_draw(ctx: RuleContext, call: N.Call) -> Draw | None:
+    """A random draw made in the step itself (``x = tf.random.normal([32, 3])``,
+    ``order = np.random.permutation(n)``): fresh data, or a fresh order, at every step."""
+    if call.method in NOT_DRAWS or call.method in ("set_seed", "set_random_seed"):
+        return None
+    q = _qualname(ctx, call)
+    kind = ("tensorflow" if q.startswith("tensorflow.random.") else "numpy" if q.startswith("numpy.random.")
+            else "python" if q.startswith("random.") and q.count(".") == 1 else "")
+    return Draw("random", call.node, kind) if kind else None
 
 
 def _draw(ctx: RuleContext, call: N.Call) -> Draw | None:
@@ -299,9 +339,9 @@ def _unseeded_shuffle(ctx: RuleContext, pipe, loop) -> bool:
 
 def _global_seed(ctx: RuleContext, kind: str, loop):
     """The last module-level seeding of the global state `kind` draws from, before the loop."""
-    wanted = NP_SEEDS if kind == "numpy" else PY_SEEDS
+    wanted = NP_SEEDS if kind == "numpy" else TF_SEEDS if kind == "tensorflow" else PY_SEEDS
     found = None
-    for name in ("seed", "set_random_seed"):
+    for name in ("seed", "set_seed", "set_random_seed"):
         for c in ctx.calls(name):
             q = _qualname(ctx, c)
             both = q.endswith("utils.set_random_seed")          # seeds numpy, random and TensorFlow
@@ -316,16 +356,14 @@ def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Fin
     """``np.random.seed(s)`` → ``np.random.seed(s + hvd.rank())``; when the program draws from
     the seeded state between the seeding and the loop (a split every rank must make alike), a
     new ``np.random.seed(s + hvd.rank())`` line right before the loop instead."""
-    hvd = ctx.hvd
     value = arg.value
-    text = value.get_code(include_prefix=False)
-    simple = value.type in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
-    ranked = f"{text} + {hvd}.rank()" if simple else f"({text}) + {hvd}.rank()"
+    ranked = data_seeds.ranked(ctx, value)
+    drawn = ("tensorflow.random.",) if draw.detail == "tensorflow" else ("numpy.random.", "random.")
     between = [c for c in N.calls_in(ctx.source.module)
                if call.node.end_pos <= c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is ctx.source.module
-               and _qualname(ctx, c).startswith(("numpy.random.", "random."))
-               and c.method not in NOT_DRAWS]
-    what = f"`{draw.node.name.value}` draws the batches from the random state seeded here"
+               and _qualname(ctx, c).startswith(drawn)
+               and c.method not in NOT_DRAWS and c.method not in ("set_seed", "set_random_seed")]
+    what = f"`{draw.label}` draws the batches from the random state seeded here"
     if not between:
         start, end = ctx.source.span(value)
         return finding(ctx, "HVD048", call.node, what + ": every rank draws the same batches",

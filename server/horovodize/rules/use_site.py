@@ -77,10 +77,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if use.site.kind == FIT and not _fit_on_dataset_alone(use):
             continue
         b = _binding_any(ctx, expr.value, expr)
-        if b is None:
-            continue
         why = None
-        if use.pipe is not None and use.pipe.source is not None and both_subsets(use.pipe.source):
+        if b is None:
+            why = _handed_in(ctx, expr, use)
+        elif use.pipe is not None and use.pipe.source is not None and both_subsets(use.pipe.source):
             why = (f"`{expr.value}` comes from a `subset='both'` (training, validation) pair: divided where "
                    "training uses it")
         elif _read_whole(ctx, use.pipe):
@@ -102,10 +102,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             other = NOT_DATASET.search(expr.value) or NOT_DATASET.search(helper.rsplit(".", 1)[-1])
             if helper and (named or use.site.kind == FIT and not other):
                 why = f"`{expr.value}` comes from `{helper}` of another module: divided where training uses it"
-        if why is None or (id(expr), 0) in seen or ctx.blocked("HVD041", expr):
+        if why is None or ctx.blocked("HVD041", expr):
+            continue
+        use.at_use = True          # (also a second use of one loop: two drivers of one step)
+        if (id(expr), 0) in seen:
             continue
         seen.add((id(expr), 0))
-        use.at_use = True
         seeds = shuffle_seeds(ctx, use.pipe)
         if seeds is None:
             note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
@@ -113,6 +115,25 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                   "shuffle the same seed on every rank for disjoint shares")
         yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
                       Fix(TITLE, (seeds or []) + [_apply(ctx, expr)]))
+
+
+def _handed_in(ctx: RuleContext, expr, use) -> str | None:
+    """Why a dataset named so (``dataset``, ``train_ds``) that this file never builds is
+    divided where training uses it: a parameter of a function that no call of this file
+    fills with a pipeline it can follow (``def train(dataset, epochs)`` called by another
+    module, or with a dataset built out of sight), or a name the file reads without assigning
+    it (a notebook cell run before, an ``exec``). None otherwise."""
+    name = expr.value
+    if not DATASET_NAME.search(name) or NOT_DATASET.search(name) or use.pipe is not None and use.pipe.known:
+        return None
+    env = ctx.env
+    for scope in env.scopes_for(expr):
+        if scope.type == "funcdef" and name in env.param_names(scope):
+            return (f"`{name}` is handed in by the caller of `{scope.name.value}()`, out of this conversion's "
+                    "sight: divided where training uses it")
+    if env.bindings_of(name, ctx.source.module):
+        return None
+    return f"`{name}` is never assigned in this file: divided where training uses it"
 
 
 def _source_out_of_reach(ctx: RuleContext, pipe) -> bool:

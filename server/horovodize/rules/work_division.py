@@ -177,6 +177,37 @@ def divide_epochs(ctx: RuleContext, value) -> list[Edit]:
     return edits + [Edit(start, end, f"int({math}.ceil({inner} / {ctx.hvd}.size()))")]
 
 
+# fit's arrays, by keyword and position, that one slice per rank must cut alike.
+FIT_ARRAYS = (("x", 0), ("y", 1), ("sample_weight", None))
+SLICEABLE = ("name", "atom_expr", "power")
+
+
+def slice_arrays(ctx: RuleContext, call: N.Call) -> list[Edit]:
+    """``fit(x, y)`` for 1 epoch: each of its arrays (x, y, sample_weight) becomes
+    ``x[hvd.rank():len(x) // hvd.size() * hvd.size():hvd.size()]``: every rank an equal,
+    disjoint share (the same number of batches: no rank waits at a last allreduce), the
+    remainder of the division left out. [] when an array is not a plain name or attribute
+    (a dict or list of inputs, a call: evaluated twice) or ``fit`` has no ``y`` (``x`` alone
+    may be a dataset or a generator)."""
+    if call.keyword("y") is None and call.positional(1) is None:
+        return []            # x alone may be a dataset or a generator: nothing to slice
+    edits: list[Edit] = []
+    hvd = ctx.hvd
+    for kw, pos in FIT_ARRAYS:
+        arg = call.keyword(kw) or (call.positional(pos) if pos is not None else None)
+        if arg is None:
+            continue
+        value = arg.value
+        if value.type not in SLICEABLE or (value.type != "name" and any(
+                t.type == "trailer" and t.children[0] == "(" for t in value.children[1:])):
+            return []
+        start, end = ctx.source.span(value)
+        text = ctx.source.text[start:end]
+        # (the whole argument replaced, not text inserted at its end, where a keyword may be added)
+        edits.append(Edit(start, end, f"{text}[{hvd}.rank():len({text}) // {hvd}.size() * {hvd}.size():{hvd}.size()]"))
+    return edits
+
+
 def _math_module(ctx: RuleContext) -> tuple[str, list[Edit]]:
     """The name the file binds ``math`` to at its top, or ``math`` and the edit importing it
     on the line after the last top import (before the set-up, which goes after that line)."""
@@ -230,7 +261,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             bounded = False
             for kw in FIT_STEP_KEYWORDS:
-                arg = call.keyword(kw)
+                arg = call.keyword(kw) or (call.positional(1) if kw == "steps_per_epoch" and call.method in (
+                    "fit_generator", "train_on_generator") else None)   # (generator, steps_per_epoch, epochs, ...)
                 if arg is None or (arg.value.type == "keyword" and arg.value.value == "None"):
                     continue
                 bounded |= kw == "steps_per_epoch"
@@ -252,8 +284,14 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue           # a dataset built elsewhere: nothing safe to divide
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
             if epochs is None or indivisible(epochs.value) or indivisible(_constant(ctx, epochs.value)):
-                note(ctx, call.node, "not divided: fit on in-memory data runs 1 epoch, which cannot be "
-                     "divided; slice the arrays per rank or train more epochs")
+                sliced = None if mentions_hvd(use.expr, ctx) or ctx.blocked("HVD043", call.node) \
+                    else slice_arrays(ctx, call)
+                if sliced:
+                    yield finding(ctx, "HVD043", use.expr, "fit runs 1 epoch over all the arrays on every rank",
+                                  Fix("Slice the arrays per rank, an equal share each", sliced))
+                elif sliced is not None:
+                    note(ctx, call.node, "not divided: fit on in-memory data runs 1 epoch, which cannot be "
+                         "divided; slice the arrays per rank or train more epochs")
                 continue
             if mentions_hvd(epochs.value, ctx) or ctx.blocked("HVD043", call.node):
                 continue
@@ -282,7 +320,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             call = N.as_call(site.node) or _call_at(site.node)
             if call is None or call.method != "train":
                 continue
-            if not any(call.keyword(kw) for kw in ESTIMATOR_STEP_KEYWORDS):
+            if not any(_estimator_arg(call, kw) for kw in ESTIMATOR_STEP_KEYWORDS):
                 note(ctx, call.node, "not divided: train() has no steps/max_steps; every rank runs the whole "
                      "input_fn: give it steps=n // hvd.size() or shard the input_fn's data by rank")
             yield from _estimator_steps(ctx, call)
@@ -291,9 +329,19 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             yield from _estimator_steps(ctx, call, ("max_steps",))
 
 
+# Estimator.train(input_fn, hooks, steps, max_steps): the positions of its step counts.
+ESTIMATOR_STEP_POS = {"steps": 2, "max_steps": 3}
+
+
+def _estimator_arg(call: N.Call, kw: str):
+    """The `kw` argument of ``Estimator.train``, by keyword or position (None for a TrainSpec's)."""
+    pos = ESTIMATOR_STEP_POS.get(kw) if call.method == "train" else None
+    return call.keyword(kw) or (call.positional(pos) if pos is not None else None)
+
+
 def _estimator_steps(ctx: RuleContext, call: N.Call, keywords=ESTIMATOR_STEP_KEYWORDS) -> Iterator[Finding]:
     for kw in keywords:
-        arg = call.keyword(kw)
+        arg = _estimator_arg(call, kw)
         if arg is None or (arg.value.type == "keyword" and arg.value.value == "None"):
             continue
         if mentions_hvd(arg.value, ctx) or indivisible(arg.value) or ctx.blocked("HVD042", call.node):
@@ -632,9 +680,12 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0, sub: tuple = ()):
         return None
     arg = load.keyword("split")
     info = load.keyword("with_info")
+    with_info = info is not None and info.value.type == "keyword" and info.value.value == "True"
+    if arg is not None and with_info and path == (0,) and arg.value.type in ("string", "strings"):
+        return arg.value          # ``ds, info = tfds.load(split="train", with_info=True)``
     if arg is None or N.unparen(arg.value).type not in ("atom", "testlist_comp"):
         return None
-    if info is not None and info.value.type == "keyword" and info.value.value == "True":
+    if with_info:
         if path[0] != 0:
             return None
         path = path[1:]

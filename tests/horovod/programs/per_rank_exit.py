@@ -1,7 +1,7 @@
 """Single-GPU tape loop that runs until its running loss is low enough (the shape of the
 reinforcement-learning scripts' ``while True: ... if running_reward > 195: break``).
 
-On N ranks each rank trains on its own data, and rank r's targets carry noise of scale r:
+On N ranks each rank draws its own batches, and rank r's targets carry noise of scale r:
 rank 0 reaches the threshold after a few steps, rank 1 only much later. Converted without
 HVD080 the ranks leave the loop at different steps and the last one waits in the
 gradients' allreduce (hang, or Horovod's shut-down error); with it they decide on the
@@ -14,20 +14,18 @@ import numpy as np
 import tensorflow as tf
 
 seed = int(os.environ.get("HOROVOD_RANK", "0"))
-tf.random.set_seed(seed)
 rng = np.random.RandomState(seed)
 
 model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
 loss_fn = tf.keras.losses.MeanSquaredError()
 optimizer = tf.keras.optimizers.SGD(0.05)
 
-x = tf.random.normal((64, 4))
-noise = rng.normal(0.0, 1.0, size=(64, 1)).astype("float32") * seed
-y = tf.reduce_sum(x, axis=1, keepdims=True) + noise
-
 running_loss = 10.0
 step = 0
 while True:
+    x = tf.random.normal((64, 4))          # a fresh batch each step, each rank its own
+    noise = rng.normal(0.0, 1.0, size=(64, 1)).astype("float32") * seed
+    y = tf.reduce_sum(x, axis=1, keepdims=True) + noise
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
     grads = tape.gradient(loss, model.trainable_variables)
