@@ -254,7 +254,7 @@ def _check(stop) -> None:
 
 def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None,
             line_starts: list[int] | None = None, keras_target: str = "tf.keras",
-            library_spans: tuple = ()) -> Analysis:
+            library_spans: tuple = (), scale_lr: bool = True) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
@@ -269,13 +269,14 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     `library_spans`: (start, end) offsets of the text that are other modules of the program
     (a linked project, project/link.py): their imports are in their own module's order, not
     below the entry's code (R1 does not apply to them).
+    `scale_lr`: False leaves the learning rate as it is (`Analysis.scale_lr`).
     """
     try:
         source = Source(text, module, line_starts)
     except Exception:  # parso itself failed: nothing to report
         log.exception("parse failed")
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
-    analysis = Analysis(source)
+    analysis = Analysis(source, scale_lr=scale_lr)
     try:
         _run(analysis, memo, stop, keras_target, library_spans)
     except Cancelled:
@@ -372,10 +373,9 @@ def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True)
     (`Analysis.scale_lr`)."""
     source = Source(text)
     source.check_parses()
-    analysis = analyze(text, module=source.module, keras_target=keras_target)
+    analysis = analyze(text, module=source.module, keras_target=keras_target, scale_lr=scale_lr)
     if analysis.error is not None:
         raise analysis.error
-    analysis.scale_lr = scale_lr
     return analysis
 
 

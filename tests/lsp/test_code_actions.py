@@ -164,3 +164,36 @@ async def test_keras3_import_quick_fix_follows_the_keras_target_option(client, l
     actions = await actions_for(client, uri, [trap], only=[types.CodeActionKind.QuickFix])
     assert len(actions) == 1 and "import Keras 2" in actions[0].title
     assert line in applied(client, uri, actions[0]).splitlines()
+
+
+FIXED_POINT = """\
+import tensorflow as tf
+
+image = tf.Variable(tf.random.uniform((1, 8, 8, 3)))
+target = tf.random.uniform((1, 8, 8, 3))
+optimizer = tf.keras.optimizers.SGD(learning_rate=1.0)
+for i in range(100):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.square(image - target))
+    grads = tape.gradient(loss, image)
+    optimizer.apply_gradients([(grads, image)])
+"""
+
+
+@pytest.mark.parametrize("client, scaled", [({}, True), ({"options": {"scaleLearningRate": False}}, False)],
+                         indirect=["client"])
+async def test_identical_work_is_refused_unless_the_rate_is_left_unscaled(client, scaled):
+    """Every rank would compute the same step: "Make Horovod-distributed" is disabled with
+    "nothing to distribute" while the rate would be scaled; with `scaleLearningRate` off it
+    converts, leaving the rate as it is (issue 39)."""
+    uri = open_doc(client, "fixed_point.py", FIXED_POINT)
+    loop = by_code(await diagnostics_for(client, uri), "HVD100")
+    actions = await actions_for(client, uri, [loop], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == [WHOLE_FILE_TITLE]
+    if scaled:
+        assert actions[0].disabled is not None and "nothing to distribute" in actions[0].disabled.reason
+        return
+    assert actions[0].disabled is None
+    resolved = await client.code_action_resolve_async(actions[0])
+    out = applied(client, uri, resolved)
+    assert "hvd.DistributedGradientTape(tape)" in out and "learning_rate=1.0)" in out and "hvd.size()" not in out

@@ -327,7 +327,12 @@ async function doStart(): Promise<void> {
       // hovers, code actions and pulled diagnostics are asked per cell document.
       NOTEBOOK_CELLS,
     ],
-    initializationOptions: { select: selectedRules(), python: interpreter.path },
+    initializationOptions: {
+      select: selectedRules(),
+      python: interpreter.path,
+      kerasTarget: config().get<string>('kerasTarget', 'tf.keras'),
+      scaleLearningRate: config().get<boolean>('scaleLearningRate', true),
+    },
     outputChannel: output,
     traceOutputChannel: output,
   };
@@ -386,7 +391,7 @@ async function restart(): Promise<void> {
 }
 
 async function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
-  // `select` travels in initializationOptions, so a change of it (like one of the
+  // `select`, `kerasTarget` and `scaleLearningRate` travel in initializationOptions, so a change of them (like one of the
   // interpreter or the server arguments) restarts the server. Tracing is applied by
   // vscode-languageclient itself.
   if (
@@ -394,7 +399,9 @@ async function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promi
     e.affectsConfiguration(`${SECTION}.importStrategy`) ||
     e.affectsConfiguration(`${SECTION}.path`) ||
     e.affectsConfiguration(`${SECTION}.serverArgs`) ||
-    e.affectsConfiguration(`${SECTION}.select`)
+    e.affectsConfiguration(`${SECTION}.select`) ||
+    e.affectsConfiguration(`${SECTION}.kerasTarget`) ||
+    e.affectsConfiguration(`${SECTION}.scaleLearningRate`)
   ) {
     await restart();
   }

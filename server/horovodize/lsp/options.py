@@ -42,6 +42,7 @@ class Options:
     max_file_lines: int = MAX_FILE_LINES
     max_file_bytes: int = MAX_FILE_BYTES
     keras_target: str = "tf.keras"
+    scale_lr: bool = True            # `scaleLearningRate`: engine.Analysis.scale_lr
 
 
 def load(raw) -> tuple[Options, list[str]]:
@@ -76,6 +77,10 @@ def load(raw) -> tuple[Options, list[str]]:
     if keras_target not in ("tf.keras", "tf_keras"):
         problems.append('`kerasTarget` must be "tf.keras" or "tf_keras"')
         keras_target = "tf.keras"
+    scale_lr = raw.get("scaleLearningRate", True)
+    if not isinstance(scale_lr, bool):
+        problems.append("`scaleLearningRate` must be true or false")
+        scale_lr = True
     limits = {}
     for key, field_name, default in (("maxFileLines", "max_file_lines", MAX_FILE_LINES),
                                      ("maxFileBytes", "max_file_bytes", MAX_FILE_BYTES)):
@@ -88,4 +93,4 @@ def load(raw) -> tuple[Options, list[str]]:
         else:
             limits[field_name] = value
     return Options(select=select, docs_base_url=base or None, python=python or None, keras_target=keras_target,
-                   **limits), problems
+                   scale_lr=scale_lr, **limits), problems

@@ -84,8 +84,7 @@ def analyze_program(entry: Path, read, root: Path | None = None, keras_target: s
             if strict:
                 raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
     lk = link(layout)
-    analysis = analyze(lk.text, keras_target=keras_target, library_spans=lk.library_spans())
-    analysis.scale_lr = scale_lr
+    analysis = analyze(lk.text, keras_target=keras_target, library_spans=lk.library_spans(), scale_lr=scale_lr)
     if analysis.error is not None:
         raise UserError(f"{entry}: {analysis.error.message}")
     return layout, lk, analysis
