@@ -2,7 +2,8 @@
 # Create (once) the Horovod run environment used by the `horovod` test tier and
 # by `horovodize verify`:
 #   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI),
-#                       matplotlib (programs that plot: displays on rank 0 only)
+#                       matplotlib (programs that plot: displays on rank 0 only), ray 2.6.3
+#                       (horovod.ray.RayExecutor: the Ray recipe of `horovodize launch`)
 # or, with the argument `tf216`, the second stack used by the `stack2` tests:
 #   .cache/hvd-venv-tf216 -- Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0 (and the
 #   Keras 3 that TF 2.16 pulls in), horovod 0.28.1 built from source against it (Gloo, no MPI);
@@ -17,7 +18,10 @@ PROFILE="${1:-tf215}"
 case "$PROFILE" in
     tf215)
         VENV=.cache/hvd-venv
-        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1 matplotlib==3.8.4)   # (matplotlib: the display programs)
+        # (matplotlib: the display programs; ray: `horovodize launch --emit ray`, whose driver
+        # runs on Horovod 0.28.1's Ray integration: ray 2.6.3 is of that release's time, and its
+        # dependencies resolve next to these pins without moving numpy or protobuf)
+        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1 matplotlib==3.8.4 ray==2.6.3)
         ;;
     tf216)
         VENV=.cache/hvd-venv-tf216
@@ -30,7 +34,7 @@ case "$PROFILE" in
 esac
 # Bump this key whenever a pin below changes: it invalidates the stamp.
 if [[ "$PROFILE" == tf215 ]]; then
-    KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 gloo v2"
+    KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 ray==2.6.3 gloo v3"
 else
     KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1 gloo v1"
 fi

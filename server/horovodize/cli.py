@@ -1,4 +1,4 @@
-"""``horovodize check | convert | explain | serve | verify``: a thin adapter over the engine.
+"""``horovodize check | convert | explain | serve | verify | doctor | launch``: a thin adapter over the engine.
 
 Exit codes: 0 no findings / success, 1 findings, 2 usage or I/O errors, 3 conversion
 refused (a restriction blocks the training loop; nothing is changed) (argparse's own
@@ -704,6 +704,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ws", metavar="HOST:PORT", help="listen on WebSocket (needs the 'ws' extra)")
     p.add_argument("--log-file", metavar="PATH")
     p.set_defaults(func=cmd_serve)
+
+    from .app import launch
+
+    p = sub.add_parser("launch", help="print the file that runs a converted script on N ranks "
+                       "(horovodrun, Slurm, Kubeflow MPIJob, Ray)")
+    launch.add_arguments(p)
+    p.set_defaults(func=launch.run)
 
     from .app import doctor
 

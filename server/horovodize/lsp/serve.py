@@ -1,7 +1,7 @@
 """``horovodize serve``: the language server started on stdio, TCP or a WebSocket, with
 every feature registered (`handlers`, `doctor`) on the one `server.SERVER`.
 
-Requires: lsp.server, lsp.handlers, lsp.doctor, lsp.rehearse, lsp.stdio, errors.
+Requires: lsp.server, lsp.handlers, lsp.doctor, lsp.rehearse, lsp.launch, lsp.stdio, errors.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..errors import UserError
 from . import (
     doctor,  # noqa: F401  (the stack doctor's notification and request)
     handlers,  # noqa: F401  (registers the features on SERVER)
+    launch,  # noqa: F401  (the horovodize.launchRecipe command)
     rehearse,  # noqa: F401  (the horovodize.rehearse command)
     stdio,
 )
