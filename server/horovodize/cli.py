@@ -311,11 +311,19 @@ def unified_diff(path: Path, before: str, after: str) -> str:
 
 
 def trap_warnings(path: Path, analysis: Analysis) -> list[str]:
-    """The stack-trap warnings (HVD090-092) of a converted file, one line each."""
+    """The stack-trap warnings (HVD090-092) of a converted file, one line per message: where
+    one message repeats (one per rewritten import), its first place, then the other lines."""
     src = analysis.source
-    return [f"{path}:{l + 1}:{c + 1}: warning: {f.code} {f.message}"
-            for f in analysis.findings if f.code in codes.STACK_TRAPS
-            for l, c in [src.position(f.start)]]
+    places: dict = {}
+    for f in analysis.findings:
+        if f.code in codes.STACK_TRAPS:
+            places.setdefault((f.code, f.message), []).append(src.position(f.start))
+    out = []
+    for (code, message), where in places.items():
+        (l, c), rest = where[0], where[1:]
+        also = f" (also line{'s' if len(rest) > 1 else ''} {', '.join(str(r[0] + 1) for r in rest)})" if rest else ""
+        out.append(f"{path}:{l + 1}:{c + 1}: warning: {code} {message}{also}")
+    return out
 
 
 def cmd_convert(args) -> int:

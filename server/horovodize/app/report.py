@@ -144,8 +144,13 @@ def text(report: dict) -> str:
             continue            # (the refusal is said above)
         reason = f" ({p['reason']})" if p["reason"] else ""
         lines.append(f"  {p['point']}. {p['title']}: {p['status']}{reason}")
-        for c in p["changes"]:
-            lines.append(f"       {_at(c)}: {c['code']} {c['change']} ({c['message']})")
+        for group in _grouped(p["changes"]):
+            c = group[0]
+            if len(group) < GROUP_AT:
+                lines += [f"       {_at(c)}: {c['code']} {c['change']} ({c['message']})" for c in group]
+            else:
+                lines.append(f"       {_places(group)}: {c['code']} {_kind(c['change'])} ({len(group)} sites; "
+                             f"{c['message']})")
         for n in p.get("notes", ()):
             lines.append(f"       {_at(n)}: {n['note']}")
     if report.get("launch"):
@@ -154,6 +159,33 @@ def text(report: dict) -> str:
         lines.append(f"  WARNING: an internal error stopped part of the conversion ({error}); what that part "
                      "would change is missing from this conversion: please report it")
     return "\n".join(lines)
+
+
+# From this many sites of one change on (12 imports rewritten, a figure's plt calls), the text
+# report gives them one line; the JSON form keeps every site.
+GROUP_AT = 3
+
+
+def _grouped(changes: list[dict]) -> list[list[dict]]:
+    """The changes by (code, change), in the order each first appears."""
+    groups: dict = {}
+    for c in changes:
+        groups.setdefault((c["code"], _kind(c["change"])), []).append(c)
+    return list(groups.values())
+
+
+def _kind(change: str) -> str:
+    """A change's title without what it names (``import Keras 2 (tf.keras): `from ...```)."""
+    return change.split(": `", 1)[0]
+
+
+def _places(group: list[dict], shown: int = 4) -> str:
+    """``lines 3, 5, 9, 12 and 8 more`` (cells and files named as `_at` names them)."""
+    first = [_at(c) for c in group[:shown]]
+    if all(p.startswith("line ") for p in first):
+        first = ["lines " + first[0][5:]] + [p[5:] for p in first[1:]]
+    more = f" and {len(group) - shown} more" if len(group) > shown else ""
+    return ", ".join(first) + more
 
 
 def _at(item: dict) -> str:

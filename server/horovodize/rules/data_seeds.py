@@ -65,14 +65,16 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
     """HVD049: ``fit`` on in-memory arrays whose epochs are divided (HVD043: every rank reads all
-    of the arrays, each in its own shuffled order) after TensorFlow's global seed is set: the
+    of the arrays, each in its own shuffled order), or on a pipeline shuffled without a seed
+    whose steps are divided (HVD042), after TensorFlow's global seed is set: the
     seed orders fit's shuffle, so every rank would draw the same batches (one gradient at N
     times the rate). The seed gets ``+ hvd.rank()`` in place; when the program draws its data
     or a split from the seeded state between the seed and ``fit`` (which must stay the same on
     every rank), a new seeding line right before ``fit`` instead. A seed read from the
     launcher's rank (``os.environ["HOROVOD_RANK"]``) is per rank already."""
-    divided = [f for f in ctx.earlier if f.code == "HVD043" and f.fix is not None
-               and f.fix.title == "Divide the epochs by hvd.size()"]
+    divided = [f for f in ctx.earlier if f.fix is not None and (
+        f.code == "HVD043" and f.fix.title == "Divide the epochs by hvd.size()"
+        or f.code == "HVD042" and f.fix.title == "Divide steps_per_epoch by hvd.size()")]
     if not divided:
         return
     seeds = [c for name in ("set_seed", "set_random_seed") for c in ctx.calls(name)
@@ -80,10 +82,10 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
     done: set = set()
     for use in training_data(ctx):
         call = N.as_call(use.site.node)
-        if use.site.kind != FIT or use.pipe is not None or call is None or use.site.distributed:
+        if use.site.kind != FIT or call is None or use.site.distributed or use.at_use:
             continue
         start, end = ctx.source.span(call.node)
-        if not any(start <= f.start < end for f in divided) or _unshuffled(call):
+        if not any(start <= f.start < end for f in divided) or not _shuffled_by_tensorflow(use, call):
             continue
         scope = N.func_scope_of(call.node)
         before = [c for c in seeds if c.node.start_pos < call.node.start_pos
@@ -98,7 +100,7 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
             continue
         done.add(id(seed.node))
         seeded = ranked(ctx, arg.value)
-        what = (f"`{seed.callee_dotted()}` orders fit's shuffle alike on every rank: with the epochs divided, the "
+        what = (f"`{seed.callee_dotted()}` orders fit's shuffle alike on every rank: with the epochs or steps divided, the "
                 "ranks would train on the same batches")
         if not _draws_between(ctx, seed, call):
             start, end = ctx.source.span(arg.value)
@@ -118,9 +120,16 @@ def ranked(ctx: RuleContext, value) -> str:
     return f"{text} + {ctx.hvd}.rank()" if simple else f"({text}) + {ctx.hvd}.rank()"
 
 
-def _unshuffled(call: N.Call) -> bool:
-    arg = call.keyword("shuffle")
-    return arg is not None and arg.value.get_code(include_prefix=False) in ("False", "None")
+def _shuffled_by_tensorflow(use, call: N.Call) -> bool:
+    """fit's data is shuffled in an order TensorFlow's global seed fixes: arrays (fit shuffles
+    them unless ``shuffle=False``), or a pipeline of this file, not sharded, with a shuffle
+    that has no seed of its own (divided by its steps, each rank reads all of it)."""
+    if use.pipe is None:
+        arg = call.keyword("shuffle")
+        return arg is None or arg.value.get_code(include_prefix=False) not in ("False", "None")
+    pipe = use.pipe
+    return pipe.known and not pipe.method("shard") and any(
+        c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle"))
 
 
 def _draws_between(ctx: RuleContext, seed: N.Call, fit: N.Call) -> bool:
@@ -142,7 +151,8 @@ def check_splits(ctx: RuleContext) -> Iterator[Finding]:
     """HVD045: the unseeded splits before training."""
     if not ctx.summary.sites or any(True for _ in check_rank_seeds(ctx)):
         return                         # nothing trains; or the program's seeds become per rank
-    start = min(s.node.start_pos for s in ctx.summary.sites if s.node is not None)
+    # (before the last training site: a second model trained on a later split needs it alike too)
+    start = max(s.node.start_pos for s in ctx.summary.sites if s.node is not None)
     seeded = [c.node.start_pos for name in ("seed", "set_random_seed") for c in ctx.calls(name)
               if _qualname(ctx, c).endswith(GLOBAL_SEEDS)]
     # (numpy's global seed does not order a tf.data shuffle; TensorFlow's does)

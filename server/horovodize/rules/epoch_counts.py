@@ -36,6 +36,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if epochs is not None and (call.keyword("initial_epoch") or N.unparen(epochs.value).type == "name"):
             fits.append((call, epochs))
     divided = {f.start for f in divisions(ctx) if f.code == "HVD043"} if fits else set()
+    # (a count divided where it is assigned, ``EPOCHS = int(math.ceil(50 / hvd.size()))``: every
+    # later use reads the divided count)
+    at_assignment = {f.start for f in divisions(ctx) if f.code == "HVD043" and f.fix is not None
+                     and not f.start <= f.fix.edits[-1].start < f.end}
     for other in (*ctx.calls("fit"), *ctx.calls("fit_generator")):
         arg = other.keyword("epochs")
         counted |= {id(leaf) for leaf in N.walk(arg.node)} if arg is not None else set()
@@ -50,7 +54,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                           "epochs divided it would train less than its share, or nothing",
                           Fix("Divide the initial epoch by hvd.size()", _floor_divide(ctx, initial.value)))
         value = N.unparen(epochs.value)
-        if value.type == "name":
+        if value.type == "name" and ctx.source.span(epochs.node)[0] not in at_assignment:
             later = [leaf for leaf in ctx.env.index.names.get(value.value, ()) if leaf.start_pos > call.node.end_pos
                      and not _assigned(leaf) and id(leaf) not in counted and not _keyword_name(leaf)]
             if later:

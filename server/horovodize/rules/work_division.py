@@ -208,6 +208,14 @@ def slice_arrays(ctx: RuleContext, call: N.Call) -> list[Edit]:
     return edits
 
 
+def _preamble(stmt) -> bool:
+    """A module's docstring or a ``from __future__`` import: what an added import goes after."""
+    first = stmt.children[0] if stmt.type == "simple_stmt" else stmt
+    if first.type == "string" or first.type == "strings":
+        return True
+    return first.type == "import_from" and first.children[1].type == "name" and first.children[1].value == "__future__"
+
+
 def _math_module(ctx: RuleContext) -> tuple[str, list[Edit]]:
     """The name the file binds ``math`` to at its top, or ``math`` and the edit importing it
     on the line after the last top import (before the set-up, which goes after that line)."""
@@ -219,12 +227,43 @@ def _math_module(ctx: RuleContext) -> tuple[str, list[Edit]]:
                     return local, []
         if top is not None and stmt is top:
             break
-    if top is None:
-        return "math", []
+    if top is None:        # code before any import (a notebook's first cell prints): the first line
+        first = next((s for s in ctx.source.module.children if not _preamble(s)), None)
+        if first is None or first.type == "endmarker":
+            return "math", []
+        at = ctx.source.line_start(ctx.source.offset(first.start_pos))
+        return "math", [Edit(at, at, f"import math{ctx.nl}")]
     src = ctx.source
     eol = ctx.stmt_end(top)
     cut = eol - len(src.text[:eol]) + len(src.text[:eol].rstrip("\r\n"))
     return "math", [Edit(cut, cut, f"{ctx.nl}import math")]
+
+
+def epochs_constant(ctx: RuleContext, call: N.Call, value):
+    """The value of ``EPOCHS = 50`` when `value` (fit's epochs) is that name, assigned once, at
+    the module's top level before the fit, as a number, and read again after the fit (a plot's
+    ``range(EPOCHS)`` against the history, a last checkpoint's name): divided there, every use
+    counts the epochs the ranks ran. None otherwise (the fit's argument is divided)."""
+    if value.type != "name":
+        return None
+    found = [b for b in ctx.env.bindings if b.name == value.value]
+    if len(found) != 1 or found[0].scope is not ctx.source.module or found[0].value is None \
+            or found[0].value.type != "number" or found[0].stmt.start_pos > call.node.start_pos:
+        return None
+    top = ctx.env.top_imports_end          # (after the set-up's place: hvd is bound there)
+    if top is None or found[0].stmt.start_pos <= top.start_pos:
+        return None
+    # Every fit reading the name then trains the divided count; other reads must all come after
+    # the last of those fits (a schedule built from it before training is divided on its own).
+    fits = [c for name in ("fit", "fit_generator") for c in ctx.calls(name)]
+    args = {id(leaf) for c in fits for a in [c.keyword("epochs") or c.positional(FIT_EPOCHS_POS)] if a is not None
+            for leaf in N.walk(a.node)}
+    last = max((c.node.end_pos for c in fits if any(id(leaf) in args for leaf in N.walk(c.node))), default=None)
+    reads = [leaf for leaf in ctx.env.index.names.get(value.value, ())
+             if leaf.start_pos > found[0].stmt.end_pos and id(leaf) not in args]
+    if last is None or not reads or any(leaf.start_pos < last for leaf in reads):
+        return None
+    return found[0].value
 
 
 def _constant(ctx: RuleContext, value):
@@ -297,8 +336,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             if mentions_hvd(use.expr, ctx):
                 continue           # x already sliced per rank
+            where = epochs_constant(ctx, call, epochs.value) or epochs.value
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
-                          Fix(RULES["HVD043"][1], divide_epochs(ctx, epochs.value)))
+                          Fix(RULES["HVD043"][1], divide_epochs(ctx, where)))
             yield from _checkpoint_intervals(ctx, call)
         elif site.kind == TAPE and not use.at_use:
             pipe = use.pipe
@@ -355,9 +395,25 @@ def note(ctx: RuleContext, node, text: str) -> None:
     report_note(ctx, 5, node, text)
 
 
+def _examples_built(pipe: Pipeline):
+    """The first ``batch``/``window`` (from the source) that a later ``shuffle`` or ``batch``
+    follows: it builds the examples (``chars.batch(41).map(split)...shuffle().batch(64)``), so
+    the shard goes after it; sharded before it, each rank's sequences would skip every other
+    character. None when there is no such link."""
+    order = list(reversed(pipe.calls))
+    for i, c in enumerate(order):
+        if c.method in ("batch", "window") and any(d.method in ("batch", "padded_batch", "shuffle")
+                                                   for d in order[i + 1:]):
+            return c
+    return None
+
+
 def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Finding]:
     splits = [c for c in pipe.calls if c.method in ("take", "skip") and is_split(ctx, c)]
     src = splits[-1] if splits else pipe.source     # after the split nearest the source, else the source
+    built = _examples_built(pipe)
+    if built is not None and (not splits or pipe.calls.index(built) < pipe.calls.index(src)):
+        src = built       # a batch that builds the examples (a text's characters into sequences)
     adapted = _adapted(ctx)
     if src is pipe.source and _attributes_read(ctx, src):
         adapted.add(_key(src))
