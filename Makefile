@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # stale or missing build only means those modules run from their .py (never a wrong answer).
 NATIVE := server/horovodize/_native/manifest.json
 
-.PHONY: demo test test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 vscode-env vsix bench clean
+.PHONY: demo test test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
 
 # The venv in two steps: what the demo runs (the package, from source: seconds), then what
 # the suite, the bench and the compiled modules need on top.
@@ -59,6 +59,21 @@ hvd-env:
 # .cache/hvd-venv-tf216.build.log.
 hvd-env-tf216:
 	nice -n 10 bash scripts/hvd_env.sh tf216
+
+# The newest stack Horovod 0.28.1 builds against (docs/stacks.md): Python 3.11, tensorflow-cpu
+# 2.21.0, Keras 3.15.1, horovod 0.28.1 from its sdist with xla_mpi_ops.cc's includes patched and
+# Debian's highwayhash/farmhash headers. Not part of `make test`. One build job at low priority
+# (HVD_ENV_JOBS=2 to use both cores). Build log: .cache/hvd-venv-tfnew.build.log.
+HVD_ENV_JOBS ?= 1
+hvd-env-tfnew:
+	HVD_ENV_JOBS=$(HVD_ENV_JOBS) nice -n 19 bash scripts/hvd_env.sh tf-new
+
+# Its Keras 3 smoke test on 2 ranks (scripts/hvd_smoke_keras3.py: broadcast, allreduce with a
+# GradientTape, the Keras 3 optimizer, DistributedGradientTape, horovod.tensorflow.keras).
+hvd-smoke-tfnew: hvd-env-tfnew
+	PATH="$(CURDIR)/.cache/hvd-venv-tfnew/bin:$$PATH" KERAS_BACKEND=tensorflow \
+	    timeout 600 .cache/hvd-venv-tfnew/bin/horovodrun --gloo -np 2 -H localhost:2 \
+	    python scripts/hvd_smoke_keras3.py
 
 # code-server, Chromium, playwright-core and the packaged .vsix for the real-editor test.
 vscode-env:

@@ -8,6 +8,12 @@
 #   .cache/hvd-venv-tf216 -- Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0 (and the
 #   Keras 3 that TF 2.16 pulls in), horovod 0.28.1 built from source against it (Gloo, no MPI);
 #   its build log is kept in .cache/hvd-venv-tf216.build.log.
+# or, with the argument `tf-new`, the newest stack Horovod 0.28.1 builds against (docs/stacks.md):
+#   .cache/hvd-venv-tfnew -- Python 3.11, tensorflow-cpu 2.21.0, Keras 3.15.1 (`import keras`),
+#   horovod 0.28.1 built from its sdist, patched (xla_mpi_ops.cc's XLA includes moved to xla/...),
+#   with Debian's highwayhash and farmhash headers, which TF 2.21's wheel includes but does not
+#   ship; its build log is kept in .cache/hvd-venv-tfnew.build.log.
+# HVD_ENV_JOBS sets the build's parallelism (make -jN; default: every core).
 # Idempotent: a stamp file is written only after `horovodrun --check-build`
 # reports TensorFlow and Gloo, so a second run returns at once.
 set -euo pipefail
@@ -30,11 +36,23 @@ case "$PROFILE" in
         TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.16.2 tf_keras==2.16.0 keras==3.15.1
                  tensorboard==2.16.2 ml-dtypes==0.3.2 h5py==3.11.0 protobuf==4.25.3)
         ;;
-    *) echo "hvd-env: unknown profile $PROFILE (tf215 or tf216)" >&2; exit 2 ;;
+    tf-new)
+        VENV=.cache/hvd-venv-tfnew
+        # TF 2.21's own dependencies at the versions it resolved to on 2026-11-29, pinned; no
+        # tf_keras (Keras 3 only: the stack the Keras 3 smoke test, scripts/hvd_smoke_keras3.py, runs on).
+        TF_PINS=(numpy==2.4.6 tensorflow-cpu==2.21.0 keras==3.15.1 ml-dtypes==0.6.0
+                 h5py==3.14.0 protobuf==7.36.2 absl-py==2.5.1 flatbuffers==25.12.19
+                 gast==0.7.0 grpcio==1.85.3 optree==0.20.0 wrapt==2.5.2)
+        # The horovod 0.28.1 sdist, by hash (it is patched before the build).
+        HVD_SDIST_SHA256=92a43f5a94c43907a56805bad15f19700c62ffc83b7ca483f9e104e229f67ef0
+        ;;
+    *) echo "hvd-env: unknown profile $PROFILE (tf215, tf216 or tf-new)" >&2; exit 2 ;;
 esac
 # Bump this key whenever a pin below changes: it invalidates the stamp.
 if [[ "$PROFILE" == tf215 ]]; then
     KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 ray==2.6.3 gloo v3"
+elif [[ "$PROFILE" == tf-new ]]; then
+    KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1+xla-include-patch gloo v1"
 else
     KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1 gloo v1"
 fi
@@ -47,10 +65,11 @@ fi
 
 log() { echo "hvd-env: $*"; }
 
-# The second stack keeps its build log (a build, not a cached install, is what may fail there).
-if [[ "$PROFILE" == tf216 ]]; then
+# The second and newest stacks keep their build log (a build, not a cached install, is what may
+# fail there).
+if [[ "$PROFILE" != tf215 ]]; then
     mkdir -p .cache
-    exec > >(tee .cache/hvd-venv-tf216.build.log) 2>&1
+    exec > >(tee "$VENV.build.log") 2>&1
     log "$(date -u '+%F %T UTC'): building $VENV ($KEY)"
 fi
 
@@ -59,6 +78,12 @@ missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v g++   >/dev/null 2>&1 || missing+=(g++)
 command -v make  >/dev/null 2>&1 || missing+=(make)
+# TF 2.21's headers (xla/printer.h, tsl/platform/fingerprint.h) include highwayhash and farmhash
+# headers that its wheel does not ship: Debian's -dev packages put them on the default include path.
+if [[ "$PROFILE" == tf-new ]]; then
+    [[ -f /usr/include/highwayhash/arch_specific.h ]] || missing+=(libhighwayhash-dev)
+    [[ -f /usr/include/farmhash.h ]] || missing+=(libfarmhash-dev)
+fi
 if ((${#missing[@]})); then
     log "installing ${missing[*]} with apt-get"
     sudo=""
@@ -117,12 +142,33 @@ log "installing build dependencies and TensorFlow"
 # Build horovod only when it is missing or lacks the TensorFlow/Gloo ops.
 if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horovod.__version__ == "0.28.1"; assert h.gloo_built()' 2>/dev/null; then
     log "building horovod 0.28.1 (TensorFlow + Gloo, no MPI); this takes a few minutes"
-    jobs="$(nproc 2>/dev/null || echo 2)"
+    jobs="${HVD_ENV_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+    HVD_SPEC=horovod==0.28.1
+    if [[ "$PROFILE" == tf-new ]]; then
+        # horovod 0.28.1's horovod/tensorflow/xla_mpi_ops.cc (always compiled for TF >= 2.6: no
+        # switch turns it off) includes tensorflow/compiler/xla/...; TF 2.21 ships those headers
+        # under xla/ only, and xla_builder.h moved to xla/hlo/builder/. Build from the sdist
+        # (checked by hash) with the includes moved; nothing else in it changes.
+        SRC=.cache/hvd-src-tfnew
+        rm -rf "$SRC" && mkdir -p "$SRC"
+        echo "horovod==0.28.1 --hash=sha256:$HVD_SDIST_SHA256" >"$SRC/req.txt"
+        "${PIP[@]}" download -q --no-deps --no-binary :all: --require-hashes -r "$SRC/req.txt" -d "$SRC"
+        tar -xzf "$SRC/horovod-0.28.1.tar.gz" -C "$SRC"
+        XLA_CC="$SRC/horovod-0.28.1/horovod/tensorflow/xla_mpi_ops.cc"
+        sed -i -e 's|"tensorflow/compiler/xla/client/xla_builder.h"|"xla/hlo/builder/xla_builder.h"|' \
+               -e 's|"tensorflow/compiler/xla/|"xla/|' "$XLA_CC"
+        if grep -q 'tensorflow/compiler/xla/' "$XLA_CC" || ! grep -q '"xla/hlo/builder/xla_builder.h"' "$XLA_CC"; then
+            log "patching $XLA_CC did not take" >&2
+            exit 1
+        fi
+        log "patched $XLA_CC: $(grep -c '^#include "xla/' "$XLA_CC") includes moved to xla/"
+        HVD_SPEC="$PWD/$SRC/horovod-0.28.1"
+    fi
     PATH="$PWD/$VENV/bin:$PATH" \
     MAKEFLAGS="-j$jobs" \
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
     HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
-        "${PIP[@]}" install --no-cache-dir --no-build-isolation --force-reinstall --no-deps horovod==0.28.1
+        "${PIP[@]}" install --no-cache-dir --no-build-isolation --force-reinstall --no-deps "$HVD_SPEC"
 fi
 
 # --- check --------------------------------------------------------------------
