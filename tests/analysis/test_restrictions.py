@@ -622,7 +622,8 @@ def test_t5_fit_and_fit_generator_under_a_test_the_same_on_every_rank_convert(ch
     assert len(r.all("HVD050")) == 2 and len(r.all("HVD051")) == 2
     out = r.converted()
     assert "    model.fit_generator(gen, epochs=int(math.ceil(2 / hvd.size())), " \
-        "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)], verbose=1 if hvd.rank() == 0 else 0)" in out
+        "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), hvd.callbacks.MetricAverageCallback()], " \
+        "verbose=1 if hvd.rank() == 0 else 0)" in out
 
 
 @pytest.mark.parametrize("test", ["hvd.rank() == 0", "np.random.rand() > 0.5", "loss > 1", "os.path.exists(p)"])

@@ -16,8 +16,8 @@ HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('a
 
 
 @pytest.mark.parametrize("before, after", [
-    ("model.fit(x, y)", f"model.fit(x, y, callbacks=[{BCAST}])"),
-    ("model.fit(x, y, callbacks=None)", f"model.fit(x, y, callbacks=[{BCAST}])"),
+    ("model.fit(x, y)", f"model.fit(x, y, callbacks=[{FIRST}])"),
+    ("model.fit(x, y, callbacks=None)", f"model.fit(x, y, callbacks=[{FIRST}])"),
     # callbacks this file does not build: every rank keeps them (EarlyStopping on rank 0 only hangs)
     ("model.fit(x, y, callbacks=cbs)", f"model.fit(x, y, callbacks=[{FIRST}] + list(cbs or []))"),
     ("model.fit(x, y, callbacks=[tb])", f"model.fit(x, y, callbacks=[{FIRST}, tb])"),
@@ -28,7 +28,7 @@ HEAD = "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.compile('a
     ("model.fit(x, y, callbacks=[tf.keras.callbacks.EarlyStopping(), tf.keras.callbacks.ModelCheckpoint('m.h5')])",
      f"model.fit(x, y, callbacks=[{FIRST}, tf.keras.callbacks.EarlyStopping(), "
      "*([tf.keras.callbacks.ModelCheckpoint('m.h5')] if hvd.rank() == 0 else [])])"),
-    ("model.fit(x, y,)", f"model.fit(x, y, callbacks=[{BCAST}],)"),
+    ("model.fit(x, y,)", f"model.fit(x, y, callbacks=[{FIRST}],)"),
 ])
 def test_callbacks(before, after):
     assert_rule(HEAD + before + "\n", HEAD + after + "\n", "HVD050")
@@ -48,18 +48,18 @@ def test_verbose(before, after):
 @pytest.mark.parametrize("before, after", [
     # The value of the last argument is rewritten, then the new keyword follows it.
     ("model.fit(x, y, epochs=2, verbose=2)",
-     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=2 if hvd.rank() == 0 else 0, callbacks=[{FIRST}])"),
     # verbose=0 is silent on every rank already: no verbose edit
     ("model.fit(x, y, epochs=2, verbose=0)",
-     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, epochs=int(math.ceil(2 / hvd.size())), verbose=0, callbacks=[{FIRST}])"),
     ("model.fit(x, y, 16, 4, 2)",
-     f"model.fit(x, y, 16, int(math.ceil(4 / hvd.size())), 2 if hvd.rank() == 0 else 0, callbacks=[{BCAST}])"),
+     f"model.fit(x, y, 16, int(math.ceil(4 / hvd.size())), 2 if hvd.rank() == 0 else 0, callbacks=[{FIRST}])"),
     ("model.fit(x, y, epochs=3, callbacks=cbs)",
      f"model.fit(x, y, epochs=int(math.ceil(3 / hvd.size())), callbacks=[{FIRST}] + list(cbs or []), "
      "verbose=1 if hvd.rank() == 0 else 0)"),
     ("model.fit(x, y)",       # (one epoch: the arrays sliced per rank)
      "model.fit(x[hvd.rank():len(x) // hvd.size() * hvd.size():hvd.size()], "
-     f"y[hvd.rank():len(y) // hvd.size() * hvd.size():hvd.size()], callbacks=[{BCAST}], "
+     f"y[hvd.rank():len(y) // hvd.size() * hvd.size():hvd.size()], callbacks=[{FIRST}], "
      "verbose=1 if hvd.rank() == 0 else 0)"),
 ])
 def test_callbacks_and_verbose_together(before, after):
@@ -96,10 +96,10 @@ def test_multiline_fit_keeps_its_layout_and_comments():
             x,
             y,
             epochs=3,  # short
-            callbacks=[{BCAST}],
+            callbacks=[{FIRST}],
         )
         model.fit(x, y,
-                  epochs=1, callbacks=[{BCAST}])
+                  epochs=1, callbacks=[{FIRST}])
         model.fit(
             x,
             callbacks=[
@@ -114,7 +114,7 @@ def test_multiline_fit_keeps_its_layout_and_comments():
 
 def test_hanging_arguments_are_aligned():
     before = HEAD + "model.fit(x, y, epochs=1,\n          )\n"
-    after = HEAD + f"model.fit(x, y, epochs=1,\n          callbacks=[{BCAST}],\n          )\n"
+    after = HEAD + f"model.fit(x, y, epochs=1,\n          callbacks=[{FIRST}],\n          )\n"
     assert rule_output(before, "HVD050") == after
 
 

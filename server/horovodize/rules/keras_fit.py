@@ -1,7 +1,7 @@
 """Keras ``fit`` rules: broadcast the initial state with
 ``hvd.callbacks.BroadcastGlobalVariablesCallback(0)`` first, then
-``hvd.callbacks.MetricAverageCallback()`` ahead of the user's callbacks (and alone after the
-broadcast when the ``History`` fit returns is read), steering callbacks on every
+``hvd.callbacks.MetricAverageCallback()`` (as Horovod's guide does; not when the ``History``
+fit returns is dumped to JSON: its averaged logs are numpy float32), steering callbacks on every
 rank and writing callbacks on rank 0 only (HVD050); progress output on rank 0 only (HVD051):
 ``verbose`` of ``fit``/``evaluate``/``predict`` and of the steering callbacks that run on every
 rank (``EarlyStopping(verbose=1)``), and ``tqdm``/``trange`` bars (``disable=hvd.rank() != 0``).
@@ -173,14 +173,15 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
     arg = _arg(call, "callbacks", _positions(call)[1])
-    # a History that is read (plotted, printed, compared) holds the metrics averaged over the
-    # ranks, as Horovod's guide has it, also for a fit that had no callbacks
-    history_read = _history_read(ctx, call)
+    # the metrics averaged over the ranks at each epoch's end, as Horovod's guide has it (the
+    # History, the progress rank 0 shows, the logs a steering callback reads), unless the History
+    # is serialised (Horovod's averaged logs are numpy float32: json.dump would fail)
+    averaged = not _history_serialised(ctx, call)
     edits: list[Edit] = []
     if arg is None or arg.value.type == "keyword" and arg.value.value == "None":
         if not elastic:
             first = broadcast
-            if history_read:
+            if averaged:
                 average, edits = _metric_average(ctx)
                 first += f", {average}" if average else ""
             if arg is None:
@@ -197,7 +198,7 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             # The user's callbacks see metrics averaged over the ranks, so a steering callback
             # (EarlyStopping on `loss`, ReduceLROnPlateau) decides the same on every rank.
             first = [broadcast]
-            if (cbs.entries or not cbs.complete or history_read) and \
+            if (cbs.entries or not cbs.complete or averaged) and \
                     not any(e.kind == "metric_average" for e in cbs.entries):
                 average, class_edits = _metric_average(ctx)
                 first += [average] if average else []
@@ -281,17 +282,17 @@ def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
     return f"{name}()", [Edit(at, at, ctx.lines(text, ""))]
 
 
-def _history_read(ctx: RuleContext, call: N.Call) -> bool:
-    """``history = model.fit(...)`` whose ``history`` is read after the statement."""
+def _history_serialised(ctx: RuleContext, call: N.Call) -> bool:
+    """``history = model.fit(...)`` whose ``history`` is dumped to JSON/YAML after the statement:
+    Horovod's averaged logs are numpy float32 (``json.dump`` raises TypeError), so that History
+    keeps the rank's own Python floats."""
     stmt = call.node.parent
     if stmt is None or stmt.type != "expr_stmt" or stmt.children[-1] is not call.node or len(stmt.children) != 3 \
             or stmt.children[1] != "=" or stmt.children[0].type != "name":
         return False
     name = stmt.children[0].value
     reads = [leaf for leaf in ctx.env.index.names.get(name, ()) if leaf.start_pos > stmt.end_pos and not _rebinds(leaf)]
-    # Horovod's averaged logs are numpy float32: ``json.dump(history.history, f)`` would then
-    # fail (TypeError), so a History that is serialised keeps the rank's own Python floats
-    return bool(reads) and not any(_serialised(leaf) for leaf in reads)
+    return any(_serialised(leaf) for leaf in reads)
 
 
 SERIALISERS = ("json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump")
