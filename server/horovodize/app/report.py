@@ -149,8 +149,8 @@ def text(report: dict) -> str:
             if len(group) < GROUP_AT:
                 lines += [f"       {_at(c)}: {c['code']} {c['change']} ({c['message']})" for c in group]
             else:
-                lines.append(f"       {_places(group)}: {c['code']} {_kind(c['change'])} ({len(group)} sites; "
-                             f"{c['message']})")
+                why = f"; {c['message']}" if len({g["message"] for g in group}) == 1 else ""
+                lines.append(f"       {_places(group)}: {c['code']} {_kind(c['change'])} ({len(group)} sites{why})")
         for n in p.get("notes", ()):
             lines.append(f"       {_at(n)}: {n['note']}")
     if report.get("launch"):

@@ -106,6 +106,18 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
             start, end = ctx.source.span(arg.value)
             yield finding(ctx, "HVD049", seed.node, what, Fix(RULES["HVD049"][1], [Edit(start, end, seeded)]))
             continue
+        if use.pipe is not None:
+            # a tf.data shuffle takes its seeds when the pipeline is built, not when fit runs:
+            # its own seed per rank (with the global seed set, the pair fixes each rank's order)
+            shuffles = [c for c in use.pipe.method("shuffle") if c.keyword("seed") is None and len(c.args) < 2]
+            if not shuffles or any(c.has_star() for c in shuffles):
+                continue
+            value = arg.value.get_code(include_prefix=False) if arg.value.type == "number" else str(SEED)
+            edits = [e for c in shuffles for e in ctx.add_keyword(c, f"seed={value} + {ctx.hvd}.rank()")]
+            yield finding(ctx, "HVD049", shuffles[0].node, what + " (the data drawn after the seed stays the same "
+                          "on every rank: the shuffle gets a seed of each rank's own)",
+                          Fix("Seed the shuffle per rank (seed + hvd.rank())", edits))
+            continue
         callee = ctx.source.text[ctx.source.offset(seed.node.start_pos):ctx.source.offset(seed.trailer.start_pos)]
         stmt = N.statement_of(call.node)
         yield finding(ctx, "HVD049", seed.node, what + " (re-seeded per rank right before fit: the data drawn "
@@ -128,8 +140,8 @@ def _shuffled_by_tensorflow(use, call: N.Call) -> bool:
         arg = call.keyword("shuffle")
         return arg is None or arg.value.get_code(include_prefix=False) not in ("False", "None")
     pipe = use.pipe
-    return pipe.known and not pipe.method("shard") and any(
-        c.keyword("seed") is None and len(c.args) < 2 for c in pipe.method("shuffle"))
+    return not pipe.method("shard") and any(c.keyword("seed") is None and len(c.args) < 2
+                                            for c in pipe.method("shuffle"))
 
 
 def _draws_between(ctx: RuleContext, seed: N.Call, fit: N.Call) -> bool:

@@ -6,7 +6,9 @@
   the rank's share of the E - I epochs. ``initial_epoch=len(history.epoch)`` (or anything else
   read from a ``History``) counts the epochs the ranks really ran: left as it is.
 * The epochs' name read again after the fit (``EPOCHS`` in the file name of the last epoch's
-  checkpoint, a plot's x axis) still counts the undivided epochs: named in the report.
+  checkpoint, a plot's x axis) would count the undivided epochs: there it becomes the divided
+  count too (HVD043), unless it is a loop's range (named in the report). A name read only
+  there is divided where it is assigned instead (work_division.epochs_constant).
 
 Requires: schedules.divisions (where HVD043 divides a fit's epochs), work_division (the fit calls).
 """
@@ -20,7 +22,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .schedules import divisions
-from .work_division import FIT_EPOCHS_POS, _call_at, divide_epochs, note, training_data
+from .work_division import FIT_EPOCHS_POS, _call_at, _loop_header, divide_epochs, note, training_data
 
 RULES: dict = {}      # (HVD043, the divide-epochs family of rules/work_division.py)
 
@@ -57,10 +59,20 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if value.type == "name" and ctx.source.span(epochs.node)[0] not in at_assignment:
             later = [leaf for leaf in ctx.env.index.names.get(value.value, ()) if leaf.start_pos > call.node.end_pos
                      and not _assigned(leaf) and id(leaf) not in counted and not _keyword_name(leaf)]
-            if later:
-                note(ctx, later[0], f"partly done: `{value.value}` still counts the undivided epochs after the fit "
-                     f"(each rank ran int(math.ceil({value.value} / {ctx.hvd}.size())) of them), e.g. in the name of "
-                     "the last epoch's checkpoint read back: use the divided count there")
+            loops = [leaf for leaf in later if _loop_header(leaf)]
+            for leaf in later:
+                if leaf not in loops and not ctx.blocked("HVD043", leaf):
+                    # (a plot's range(EPOCHS) against the History, the last checkpoint's name)
+                    yield finding(ctx, "HVD043", leaf, f"`{value.value}` read after the fit counts the undivided "
+                                  "epochs; each rank ran its share of them", Fix("Count the epochs the ranks ran",
+                                                                                 divide_epochs(ctx, leaf)))
+            # (a loop that trains a model of its own counts its own epochs: nothing to say)
+            loops = [leaf for leaf in loops if not any(s.node is not None and N.inside(s.node, N.loop_around(leaf) or leaf)
+                                                       for s in ctx.summary.sites)]
+            if loops:
+                note(ctx, loops[0], f"partly done: `{value.value}` still counts the undivided epochs after the fit "
+                     f"(each rank ran int(math.ceil({value.value} / {ctx.hvd}.size())) of them) in a loop's range: "
+                     "use the divided count there if the loop counts the epochs the fit ran")
 
 
 PATIENT = ("EarlyStopping", "ReduceLROnPlateau")

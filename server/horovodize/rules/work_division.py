@@ -261,9 +261,20 @@ def epochs_constant(ctx: RuleContext, call: N.Call, value):
     last = max((c.node.end_pos for c in fits if any(id(leaf) in args for leaf in N.walk(c.node))), default=None)
     reads = [leaf for leaf in ctx.env.index.names.get(value.value, ())
              if leaf.start_pos > found[0].stmt.end_pos and id(leaf) not in args]
-    if last is None or not reads or any(leaf.start_pos < last for leaf in reads):
-        return None
+    if last is None or not reads or any(leaf.start_pos < last or _loop_header(leaf) for leaf in reads) \
+            or any(s.node is not None and s.node.start_pos > last for s in ctx.summary.sites):
+        return None      # (another loop counts with it: a training loop after the fit, a range())
     return found[0].value
+
+
+def _loop_header(leaf) -> bool:
+    """The name is read in the iterable of a ``for`` statement (``for e in range(EPOCHS)``)."""
+    node = leaf
+    while node.parent is not None and node.parent.type not in ("file_input", "suite"):
+        if node.parent.type == "for_stmt" and node is node.parent.children[3]:
+            return True
+        node = node.parent
+    return False
 
 
 def _constant(ctx: RuleContext, value):
