@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..analysis.loop import TAPE
+from ..analysis.loop import FIT, TAPE
 from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.source import Edit
@@ -87,6 +87,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     if any(data_seeds._qualname(ctx, c).endswith(data_seeds.GYM_MAKE) for c in ctx.calls("make")):
         return      # reinforcement learning: each rank's steps train on its own episodes (HVD046 seeds them)
     _until_loops(ctx)
+    yield from _generator_fits(ctx)
     seen: set = set()
     for use in training_data(ctx):
         if use.kind != TAPE or use.site.distributed or use.expr is None:
@@ -123,6 +124,31 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                  f"(e.g. a last-step test never true on a rank): use max(1, {stop.value} // {ctx.hvd}.size()) there")
         yield finding(ctx, "HVD042", rng.node, "every rank runs all the loop's steps",
                       Fix("Divide the loop's steps by hvd.size()", edits))
+
+
+def _generator_fits(ctx: RuleContext) -> Iterator[Finding]:
+    """``fit(Dataset.from_generator(gen), steps_per_epoch=n)`` with its steps divided, where
+    ``gen`` draws from numpy's or Python's global random state that the program seeds once:
+    every rank would draw the same batches; the seed gets ``+ hvd.rank()`` (HVD048), in place,
+    or on a new line before the fit when a split is drawn from it first."""
+    divided = [f.start for f in ctx.earlier if f.code == "HVD042" and f.fix is not None]
+    for use in training_data(ctx):
+        call = N.as_call(use.site.node)
+        src = use.pipe.source if use.pipe is not None else None
+        if use.kind != FIT or use.site.distributed or call is None or src is None or src.method != "from_generator":
+            continue
+        start, end = ctx.source.span(call.node)
+        arg = src.keyword("generator") or src.positional(0)
+        name = arg.value.value if arg is not None and arg.value.type == "name" else None
+        fn = ctx.env.function_named(name, src.node) if name else None
+        if fn is None or not _is_generator(fn) or not any(start <= d < end for d in divided):
+            continue
+        kind = _randomness(ctx, fn)
+        stmt = N.statement_of(call.node)
+        seed = _global_seed(ctx, kind, stmt) if kind else None
+        if seed is None or mentions_hvd(seed[0].node, ctx) or ctx.blocked("HVD048", seed[0].node):
+            continue
+        yield _seed_per_rank(ctx, seed[0], seed[1], Draw("random", fn, kind), stmt)
 
 
 def _until_loops(ctx: RuleContext) -> None:
