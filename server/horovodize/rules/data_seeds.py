@@ -102,21 +102,22 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
         seeded = ranked(ctx, arg.value)
         what = (f"`{seed.callee_dotted()}` orders fit's shuffle alike on every rank: with the epochs or steps divided, the "
                 "ranks would train on the same batches")
-        if not _draws_between(ctx, seed, call):
-            start, end = ctx.source.span(arg.value)
-            yield finding(ctx, "HVD049", seed.node, what, Fix(RULES["HVD049"][1], [Edit(start, end, seeded)]))
-            continue
         if use.pipe is not None:
-            # a tf.data shuffle takes its seeds when the pipeline is built, not when fit runs:
-            # its own seed per rank (with the global seed set, the pair fixes each rank's order)
+            # a tf.data shuffle takes its seeds when the pipeline is built (maybe before this seed,
+            # maybe after draws that must stay alike), not when fit runs: its own seed per rank
+            # (with the global seed set, the pair fixes each rank's order)
             shuffles = [c for c in use.pipe.method("shuffle") if c.keyword("seed") is None and len(c.args) < 2]
             if not shuffles or any(c.has_star() for c in shuffles):
                 continue
             value = arg.value.get_code(include_prefix=False) if arg.value.type == "number" else str(SEED)
             edits = [e for c in shuffles for e in ctx.add_keyword(c, f"seed={value} + {ctx.hvd}.rank()")]
-            yield finding(ctx, "HVD049", shuffles[0].node, what + " (the data drawn after the seed stays the same "
-                          "on every rank: the shuffle gets a seed of each rank's own)",
+            yield finding(ctx, "HVD049", shuffles[0].node, what + " (the shuffle gets a seed of each rank's own: what "
+                          "else the global seed draws stays the same on every rank)",
                           Fix("Seed the shuffle per rank (seed + hvd.rank())", edits))
+            continue
+        if not _draws_between(ctx, seed, call):
+            start, end = ctx.source.span(arg.value)
+            yield finding(ctx, "HVD049", seed.node, what, Fix(RULES["HVD049"][1], [Edit(start, end, seeded)]))
             continue
         callee = ctx.source.text[ctx.source.offset(seed.node.start_pos):ctx.source.offset(seed.trailer.start_pos)]
         stmt = N.statement_of(call.node)
