@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
 LOOP_BLOCKING = set(restrictions.SYNC_RULES) | {"HVD001", "HVD002"}
 # Report points whose notes (what a rule could not do) leave the program wrong: they block the
-# whole-file conversion (point 5's "divided, but" too; its "not divided" notes are advisory).
+# whole-file conversion (point 5's "divided, but" too; its "not divided" notes block while the
+# learning rate is scaled: `Analysis.undivided_and_scaled`).
 BLOCKING_POINTS = (7, 9, 10)
 # A note that starts so says the point is done in a way that is right but costs more (the
 # archive extracted again by the other ranks of a host): advisory, it blocks nothing.
@@ -49,6 +50,7 @@ LR_SCALING = ("HVD010", "HVD012", "HVD013")
 # HVD046 gives each rank its own exploration: neither divides anything).
 DIVIDING = ("HVD040", "HVD041", "HVD042", "HVD043", "HVD048", "HVD073")
 PARTLY = "partly done"
+DIVIDED_BUT = "divided, but"         # a point-5 note: shares that overlap (blocks)
 UNBLOCK = ("or convert with --no-scale-lr to keep the single-process learning rate (each rank then trains on all "
            "of the data: right, not faster)")
 NOTHING_TO_DISTRIBUTE = "nothing to distribute: every rank would compute the same step"
@@ -88,7 +90,7 @@ class Analysis:
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
         blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
-                    or (n[0] == 5 and n[2].startswith("divided, but"))]
+                    or (n[0] == 5 and n[2].startswith(DIVIDED_BUT))]
         return blocking + self.undivided_and_scaled()
 
     def undivided_and_scaled(self) -> list[tuple[int, int, str]]:
@@ -100,8 +102,7 @@ class Analysis:
         if not any(scales(f) and (self.scale_lr or f.code not in LR_SCALING) for f in self.rule_sites) \
                 or own_episodes(self):
             return []
-        undone = [n for n in self.notes if n[0] == 5 and not n[2].startswith((ADVISORY, "divided, but"))
-                  and not n[2].startswith(PARTLY)]
+        undone = [n for n in self.notes if n[0] == 5 and not n[2].startswith((ADVISORY, DIVIDED_BUT, PARTLY))]
         divided = any(f.code in DIVIDING for f in self.rule_sites) or any(
             n[0] == 5 and n[2].startswith(ADVISORY) for n in self.notes)
         if not undone and divided:

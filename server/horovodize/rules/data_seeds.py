@@ -215,13 +215,9 @@ def check_rank_seeds(ctx: RuleContext) -> Iterator[Finding]:
             continue
         candidates.append((call, arg))
     for call, arg in candidates:
-        value = arg.value
-        start, end = ctx.source.span(value)
-        simple = value.type in ("name", "number", "atom", "atom_expr", "power", "term", "factor")
-        edits = [Edit(end, end, f" + {ctx.hvd}.rank()")] if simple else \
-            [Edit(start, start, "("), Edit(end, end, f") + {ctx.hvd}.rank()")]
+        start, end = ctx.source.span(arg.value)
         yield finding(ctx, "HVD046", call.node, "every rank explores with the same seed: the ranks play the same "
-                      "episodes", Fix(RULES["HVD046"][1], edits))
+                      "episodes", Fix(RULES["HVD046"][1], [Edit(start, end, ranked(ctx, arg.value))]))
 
 
 def _qualname(ctx: RuleContext, call: N.Call) -> str:

@@ -37,11 +37,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS) if call is not None else None
         if epochs is not None and (call.keyword("initial_epoch") or N.unparen(epochs.value).type == "name"):
             fits.append((call, epochs))
-    divided = {f.start for f in divisions(ctx) if f.code == "HVD043"} if fits else set()
+    epoch_divisions = [f for f in divisions(ctx) if f.code == "HVD043"] if fits else []
+    divided = {f.start for f in epoch_divisions}
     # (a count divided where it is assigned, ``EPOCHS = int(math.ceil(50 / hvd.size()))``: every
     # later use reads the divided count)
-    at_assignment = {f.start for f in divisions(ctx) if f.code == "HVD043" and f.fix is not None
-                     and not f.start <= f.fix.edits[-1].start < f.end}
+    at_assignment = {f.start for f in epoch_divisions if f.fix is not None and not f.start <= f.fix.edits[-1].start < f.end}
     for other in (*ctx.calls("fit"), *ctx.calls("fit_generator")):
         arg = other.keyword("epochs")
         counted |= {id(leaf) for leaf in N.walk(arg.node)} if arg is not None else set()

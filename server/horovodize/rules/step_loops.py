@@ -215,12 +215,18 @@ def _draws(ctx: RuleContext, loop, site) -> list[Draw]:
 def _inline_draw(ctx: RuleContext, call: N.Call) -> Draw | None:
     """A random draw made in the step itself (``x = tf.random.normal([32, 3])``,
     ``order = np.random.permutation(n)``): fresh data, or a fresh order, at every step."""
-    if call.method in NOT_DRAWS or call.method in ("set_seed", "set_random_seed"):
-        return None
-    q = _qualname(ctx, call)
-    kind = ("tensorflow" if q.startswith("tensorflow.random.") else "numpy" if q.startswith("numpy.random.")
-            else "python" if q.startswith("random.") and q.count(".") == 1 else "")
+    kind = _random_kind(ctx, call)
     return Draw("random", call.node, kind) if kind else None
+
+
+def _random_kind(ctx: RuleContext, call: N.Call) -> str:
+    """"tensorflow" / "numpy" / "python": the global random state the call draws from ('' when
+    it draws nothing: a seeding, a generator of its own, not a random call)."""
+    if call.method in NOT_DRAWS or call.method in ("set_seed", "set_random_seed"):
+        return ""
+    q = _qualname(ctx, call)
+    return ("tensorflow" if q.startswith("tensorflow.random.") else "numpy" if q.startswith("numpy.random.")
+            else "python" if q.startswith("random.") and q.count(".") == 1 else "")
 
 
 def _draw(ctx: RuleContext, call: N.Call) -> Draw | None:
@@ -295,15 +301,7 @@ def _cursor(fn) -> bool:
 
 def _randomness(ctx: RuleContext, fn) -> str:
     """"numpy" / "python" when `fn` draws from that global random state, else ""."""
-    for call in N.calls_in(fn):
-        q = _qualname(ctx, call)
-        if call.method in NOT_DRAWS:
-            continue
-        if q.startswith("numpy.random."):
-            return "numpy"
-        if q.startswith("random.") and q.count(".") == 1:
-            return "python"
-    return ""
+    return next((k for k in (_random_kind(ctx, call) for call in N.calls_in(fn)) if k in ("numpy", "python")), "")
 
 
 def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[Finding], str]:
