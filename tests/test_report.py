@@ -241,7 +241,7 @@ def test_point7_does_not_list_a_saver_save_both_done_and_left(tmp_path):
     assert point7["status"] == "done", point7
     # its one note is the shared-filesystem assumption of the read after the barrier
     assert [n["line"] for n in point7["notes"]] == [15], point7
-    assert point7["notes"][0]["note"].startswith("done, but after each barrier every rank reads"), point7
+    assert point7["notes"][0]["note"].startswith('done, but needs a shared filesystem: `"/tmp/model.ckpt"` (line 15);'), point7
     codes = {(c["code"], c["line"]) for c in point7["changes"]}
     assert ("HVD074", 13) in codes and ("HVD033", 15) in codes, point7
 

@@ -563,10 +563,13 @@ def relocate_report(data: dict, nb: Notebook, script: str | None = None) -> dict
 
     for r in data["reasons"]:
         fix(r)
+        r["message"] = text(r["message"])      # (lines a reason names: point 7's shared-filesystem reads)
     for p in data["points"]:
         p["reason"] = text(p["reason"])
         for d in p["changes"] + p.get("notes", []):
             fix(d)
+            if "note" in d:
+                d["note"] = text(d["note"])
     if script:
         data["launch"] = (f"run it on N ranks: horovodrun -np N -H host1:4,host2:4 python {script} "
                           f"(N = hosts x slots, e.g. -np 8 on two hosts of 4; one machine: "

@@ -70,9 +70,12 @@ WRITE_DOTTED = {"np.save", "np.savez", "np.savez_compressed", "np.savetxt", "num
                 "plt.savefig", "pyplot.savefig", "matplotlib.pyplot.savefig"}
 WRITE_METHODS = ("savefig", "to_csv", "to_json", "to_pickle")
 WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
-# Said in point 7 beside each barrier: the other ranks read rank 0's file where rank 0 wrote it.
-SHARED_FS = ("done, but after each barrier every rank reads the files rank 0 wrote: that needs one host or "
-             "a filesystem all hosts share; on hosts without one, read them on rank 0 only or copy them")
+# Point 7's note on the reads after a barrier: the other ranks read rank 0's files where rank 0
+# wrote them (contract point 13). The paths and lines follow it (`shared_fs_note`); it is
+# advisory, or a refusal with --require-local-fs (`engine.Analysis.require_local_fs`).
+SHARED_FS = "done, but needs a shared filesystem: "
+SHARED_FS_HOW = ("after each barrier every rank reads these files where rank 0 wrote them; on hosts without a "
+                 "shared filesystem, read them on rank 0 only and broadcast the value, or copy the files to each host")
 # Calls that read a file rank 0 may just have written (HVD033).
 READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
                   "tensorflow.saved_model.load", "tensorflow.train.latest_checkpoint",
@@ -185,6 +188,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         guarded.append((stmt, call, "HVD032", "every rank opens the file for writing", guard_block(ctx, stmt)))
     yield from _one_guard_per_block(ctx, guarded + displays)
+    on_rank0 = [g[0] for g in guarded + displays]     # statements these guards put on rank 0
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
@@ -193,7 +197,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     lift_writes(ctx, writes)
     shown = [d for d in display_guards(ctx, writes, statement) if not any(N.inside(d[0], r) for r in shown_regions)]
     yield from _one_guard_per_block(ctx, shown)
-    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays])
+    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays], on_rank0)
     yield from shared_values.check(ctx)
     yield from _load_models(ctx)
 
@@ -332,12 +336,17 @@ def _reads(ctx: RuleContext):
                 yield call
 
 
-def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Finding]:
+def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list = ()) -> Iterator[Finding]:
+    """HVD033's barriers, and point 7's note naming every read of rank 0's files on every rank
+    after one (`shared_fs_note`; a read in a statement `on_rank0` guards, a print, is not one)."""
     if not writes:
         return
     tf = ctx.env.tf_alias()
     zero = f"{tf}.constant(0)" if tf else "0"
     done = set()
+    shared = []         # (path text, line) of each read after a barrier, on every rank (point 13)
+    first = None        # the first read given a barrier here
+    listed = []         # (path text, scope) of the reads in `shared` that matched a write
     reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
     for call, paths in called_reads(ctx):
         reads.setdefault(id(call.node), (call, paths))
@@ -348,17 +357,35 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
         match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
                  (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
                   or not w[0] and call.method == "restore")]
-        if not match or id(stmt) in done or under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
+        if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):
             continue      # read on rank 0 only, after its own write
         if called_on_rank0_only(ctx, scope):
             continue      # a collective that only rank 0 reaches would wait forever
+        if stmt.parent is None:
+            continue      # an error-recovered tree (the buffer does not parse)
+        if any(N.inside(call.node, s) for s in on_rank0):
+            pass          # (the print around it runs on rank 0 only: not a read on every rank)
+        elif not match:
+            # a later read in a folder an earlier one listed (``load_weights(os.path.join(
+            # checkpoint_dir, names[-1]))`` after ``os.listdir(checkpoint_dir)``): after that
+            # read's barrier, it also reads rank 0's files
+            shown = [(text, p) for p in paths if p is not None for text in (_norm(ctx.source.code(p)),)
+                     if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
+            if shown:
+                shared.append((_short(ctx.source.code(shown[0][1])), call.node.start_pos[0]))
+        else:
+            text = _shown_path(ctx, call, paths, match)
+            shared.append((text, call.node.start_pos[0]))
+            listed.append((_norm(text), scope))
+        if not match:
+            continue
+        if id(stmt) in done:
+            continue      # a second read of one statement: its barrier is in place
         prev = stmt.get_previous_sibling()
         if prev is not None and prev.type == "simple_stmt" and is_barrier(prev):
             continue
-        if stmt.parent is None:
-            continue      # an error-recovered tree (the buffer does not parse)
         if prev is not None and prev.type in ("newline",) or stmt.parent.type == "simple_stmt":
             stmt = stmt.parent if stmt.parent.type == "simple_stmt" else stmt
             prev = stmt.get_previous_sibling()
@@ -374,8 +401,34 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = ()) -> Iterator[Fi
         edit = ctx.insert_before_stmt(stmt, f"{sess}.run({barrier})" if sess else barrier)
         yield finding(ctx, "HVD033", call.node, "reads what rank 0 writes, before rank 0 has written it",
                       Fix(RULES["HVD033"][1], [edit]))
-        if not any(n[2] == SHARED_FS for n in ctx.__dict__.get("notes", ())):
-            note(ctx, call, SHARED_FS)       # once: the first read after a barrier
+        first = first or call
+    if first is not None and shared:       # one note, at the first read that waits: every such read's path and line
+        note(ctx, first, shared_fs_note(shared))
+
+
+def shared_fs_note(shared: list) -> str:
+    """``done, but needs a shared filesystem: `checkpoint_dir` (line 12), `"m.h5"` (line 20); ...``"""
+    listed = ", ".join(f"`{text}` (line {line})" for text, line in dict.fromkeys(shared))
+    return f"{SHARED_FS}{listed}; {SHARED_FS_HOW}"
+
+
+def _shown_path(ctx: RuleContext, call: N.Call, paths: list, match: list) -> str:
+    """The read's path as the source writes it, short: the path (or, failing that, the argument)
+    that matched a write; a ``restore`` of a checkpoint written with no path, its argument; else the call."""
+    named = [p for p in paths if p is not None] + [a.value for a in call.args if not a.star]
+    if _is_saver(ctx, call) and call.positional(1) is not None:
+        named = [call.positional(1).value]      # ``saver.restore(sess, save_path)``
+    hit = [p for p in named if any(path_matches(_norm(ctx.source.code(p)), w[0]) or w[0] in reached(ctx, p)
+                                   for w in match)]
+    if not hit and call.method == "restore" and call.args:
+        hit = [call.args[-1].value]       # a checkpoint written with no path (``manager.save()``)
+    return _short(ctx.source.code((hit or [call.node])[0]))
+
+
+def _short(code: str) -> str:
+    """An expression's text on one line, cut at 48 characters."""
+    text = " ".join(code.split())
+    return text if len(text) <= 48 else text[:45] + "..."
 
 
 def _graph_session(ctx: RuleContext, call: N.Call) -> str | None:
