@@ -206,11 +206,12 @@ def _parse_error(source: Source) -> ParseError | None:
 
 
 # -- convert -------------------------------------------------------------------------------
-def convert_file(path: Path, keras_target: str = "tf.keras", scale_lr: bool = True) -> tuple[str, Analysis]:
+def convert_file(path: Path, keras_target: str = "tf.keras", scale_lr: bool = True,
+                 require_local_fs: bool = False) -> tuple[str, Analysis]:
     """(original, its conversion's analysis); raises UserError on bad input (syntax errors included)."""
     text = read_source(path)
     try:
-        return text, conversion(text, keras_target, scale_lr)
+        return text, conversion(text, keras_target, scale_lr, require_local_fs)
     except ParseError as e:
         raise _located(path, e)
 
@@ -355,7 +356,8 @@ def cmd_convert(args) -> int:
     failures, changed = 0, 0
     refused = 0
     done: dict = {}                         # a module two programs share: its converted text
-    prepared = plan.prepare(programs, args.keras_target, done, _read, args.scale_lr) if target.is_dir() else {}
+    prepared = plan.prepare(programs, args.keras_target, done, _read, args.scale_lr,
+                            args.require_local_fs) if target.is_dir() else {}
     for i, path in enumerate(files, 1):
         if len(files) > 1:
             print(f"[{i}/{len(files)}] {path}", file=sys.stderr)
@@ -376,7 +378,7 @@ def cmd_convert(args) -> int:
                 c, r = convert_notebook(path, args, single=len(files) == 1)
                 changed, refused = changed + c, refused + r
                 continue
-            before, analysis = convert_file(path, args.keras_target, args.scale_lr)
+            before, analysis = convert_file(path, args.keras_target, args.scale_lr, args.require_local_fs)
             after = analysis.converted()
             if args.write and before != after:
                 check_writable(path)    # (a report of a conversion that is not written would say "done")
@@ -434,7 +436,7 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
     raw = read_source(path)
     nb = notebook.load(raw, str(path))
     try:
-        analysis = conversion(nb.program, args.keras_target, args.scale_lr)
+        analysis = conversion(nb.program, args.keras_target, args.scale_lr, args.require_local_fs)
     except ParseError as e:
         raise _located_cell(path, nb, e)
     setup = analysis.setup.fix.edits if analysis.setup is not None and analysis.setup.fix else ()
@@ -567,7 +569,7 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
     if isinstance(prepared, UserError):
         raise prepared
     conv = prepared or convert_program(entry, plan.original_reader(done, _read), root, args.keras_target,
-                                         args.scale_lr)
+                                         args.scale_lr, args.require_local_fs)
     changes = [f for f in conv.files if f.changed]
     whole = args.diff or args.write
     if not whole and any(f.path != conv.entry for f in changes):
@@ -668,6 +670,13 @@ def _scale_lr_argument(p) -> None:
                         "is then converted instead of refused: right, not faster")
 
 
+def _require_local_fs_argument(p) -> None:
+    p.add_argument("--require-local-fs", action="store_true",
+                   help="assume no filesystem shared by the hosts: a program whose ranks read, after a barrier, "
+                        "files rank 0 wrote (the report's 'needs a shared filesystem') is refused instead of "
+                        "converted; the reason names the paths and lines")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__, native
 
@@ -698,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="convert each file alone: its imports of project modules are read as libraries "
                    "(by default a script is converted with the project modules it imports)")
     _scale_lr_argument(p)
+    _require_local_fs_argument(p)
     _keras_target_argument(p)
     p.set_defaults(func=cmd_convert)
 

@@ -31,6 +31,7 @@ from .rules.base import (
     RuleContext,
 )
 from .rules.catalogue import RULE_MODULES
+from .rules.rank0_guards import SHARED_FS, SHARED_FS_HOW
 
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
@@ -51,6 +52,9 @@ LR_SCALING = ("HVD010", "HVD012", "HVD013")
 DIVIDING = ("HVD040", "HVD041", "HVD042", "HVD043", "HVD048", "HVD073")
 PARTLY = "partly done"
 DIVIDED_BUT = "divided, but"         # a point-5 note: shares that overlap (blocks)
+# --require-local-fs (`Analysis.require_local_fs`): point 7's shared-filesystem note refuses.
+LOCAL_FS_UNBLOCK = ("read them on rank 0 only and broadcast the value (`hvd_tf.broadcast_object(...)`), or drop "
+                    "--require-local-fs (the `requireLocalFs` setting) if the hosts share a filesystem")
 UNBLOCK = ("or convert with --no-scale-lr to keep the single-process learning rate (each rank then trains on all "
            "of the data: right, not faster)")
 NOTHING_TO_DISTRIBUTE = "nothing to distribute: every rank would compute the same step"
@@ -73,6 +77,9 @@ class Analysis:
     # False (`convert --no-scale-lr`, the `scaleLearningRate` setting): the rate-scaling rules
     # join no conversion (their quick fixes stay), so undivided work is right, not faster.
     scale_lr: bool = True
+    # True (`convert --require-local-fs`, the `requireLocalFs` setting): a read of rank 0's files
+    # on every rank after a barrier (point 7's "needs a shared filesystem") refuses the conversion.
+    require_local_fs: bool = False
 
     @property
     def refused(self) -> bool:
@@ -91,7 +98,18 @@ class Analysis:
             return []      # (refused already; no loop; a program distributed by hand gets hints)
         blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
                     or (n[0] == 5 and n[2].startswith(DIVIDED_BUT))]
-        return blocking + self.undivided_and_scaled()
+        return blocking + self.undivided_and_scaled() + self.needs_shared_fs()
+
+    def needs_shared_fs(self) -> list[tuple[int, int, str]]:
+        """With `require_local_fs`, point 7's note on the reads of rank 0's files after a barrier,
+        reworded as a refusal that names them and says how to unblock (contract points 8, 13)."""
+        if not self.require_local_fs:
+            return []
+        suffix = f"; {SHARED_FS_HOW}"
+        return [(7, line, f"needs a shared filesystem (--require-local-fs): {text[len(SHARED_FS):-len(suffix)]}: "
+                          f"every rank reads these files where rank 0 wrote them; {LOCAL_FS_UNBLOCK}")
+                for point, line, text in self.notes
+                if point == 7 and text.startswith(SHARED_FS) and text.endswith(suffix)]
 
     def undivided_and_scaled(self) -> list[tuple[int, int, str]]:
         """Point 5 left undone while a rule scales the learning rate (contract point 8): the
@@ -255,7 +273,7 @@ def _check(stop) -> None:
 
 def analyze(text: str, select: set[str] | None = None, module=None, memo=None, stop=None,
             line_starts: list[int] | None = None, keras_target: str = "tf.keras",
-            library_spans: tuple = (), scale_lr: bool = True) -> Analysis:
+            library_spans: tuple = (), scale_lr: bool = True, require_local_fs: bool = False) -> Analysis:
     """All findings of one buffer; tolerant of syntax errors, never raises.
 
     `module` is an already parsed tree of exactly `text` (the language server passes the
@@ -271,13 +289,15 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     (a linked project, project/link.py): their imports are in their own module's order, not
     below the entry's code (R1 does not apply to them).
     `scale_lr`: False leaves the learning rate as it is (`Analysis.scale_lr`).
+    `require_local_fs`: True refuses a conversion whose ranks read rank 0's files after a
+    barrier (`Analysis.require_local_fs`).
     """
     try:
         source = Source(text, module, line_starts)
     except Exception:  # parso itself failed: nothing to report
         log.exception("parse failed")
         return Analysis(Source(""), internal_errors=[traceback.format_exc()])
-    analysis = Analysis(source, scale_lr=scale_lr)
+    analysis = Analysis(source, scale_lr=scale_lr, require_local_fs=require_local_fs)
     try:
         _run(analysis, memo, stop, keras_target, library_spans)
     except Cancelled:
@@ -367,22 +387,25 @@ def _restriction_findings(source: Source, problems) -> list[Finding]:
     return out
 
 
-def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True) -> Analysis:
+def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True,
+               require_local_fs: bool = False) -> Analysis:
     """The analysis a whole-file conversion applies (one parse, one analysis: the CLI's
     report and warnings read the same one); raises `ParseError` when the input does not
     parse or is too deeply nested. `scale_lr` False: the learning rate is left as it is
-    (`Analysis.scale_lr`)."""
+    (`Analysis.scale_lr`); `require_local_fs` True: `Analysis.require_local_fs`."""
     source = Source(text)
     source.check_parses()
-    analysis = analyze(text, module=source.module, keras_target=keras_target, scale_lr=scale_lr)
+    analysis = analyze(text, module=source.module, keras_target=keras_target, scale_lr=scale_lr,
+                       require_local_fs=require_local_fs)
     if analysis.error is not None:
         raise analysis.error
     return analysis
 
 
-def convert_text(text: str, keras_target: str = "tf.keras", scale_lr: bool = True) -> str:
+def convert_text(text: str, keras_target: str = "tf.keras", scale_lr: bool = True,
+                 require_local_fs: bool = False) -> str:
     """The whole-file conversion; raises `ParseError` when the input does not parse."""
-    return conversion(text, keras_target, scale_lr).converted()
+    return conversion(text, keras_target, scale_lr, require_local_fs).converted()
 
 
 __all__ = ["Analysis", "analyze", "conversion", "convert_text", "ParseError", "WHOLE_FILE_TITLE"]

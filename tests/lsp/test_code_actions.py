@@ -197,3 +197,50 @@ async def test_identical_work_is_refused_unless_the_rate_is_left_unscaled(client
     resolved = await client.code_action_resolve_async(actions[0])
     out = applied(client, uri, resolved)
     assert "hvd.DistributedGradientTape(tape)" in out and "learning_rate=1.0)" in out and "hvd.size()" not in out
+
+
+READS_RANK0_FILE = """\
+import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(64, 4).astype("float32")
+y = x.sum(axis=1)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(x, y, epochs=2)
+model.save("model.h5")
+restored = tf.keras.models.load_model("model.h5")
+"""
+
+
+@pytest.mark.parametrize("client, local", [({}, False), ({"options": {"requireLocalFs": True}}, True)],
+                         indirect=["client"])
+async def test_reads_of_rank0s_files_are_refused_when_local_fs_is_required(client, local):
+    """Every rank reads the file rank 0 saved, after a barrier: converted by default (point 7
+    says it needs a shared filesystem); with `requireLocalFs` "Make Horovod-distributed" is
+    disabled, the reason naming the path and its line (contract point 13)."""
+    uri = open_doc(client, "reads_rank0_file.py", READS_RANK0_FILE)
+    loop = by_code(await diagnostics_for(client, uri), "HVD101")
+    actions = await actions_for(client, uri, [loop], only=[types.CodeActionKind.QuickFix])
+    assert [a.title for a in actions] == [WHOLE_FILE_TITLE]
+    if local:
+        reason = actions[0].disabled.reason
+        assert 'needs a shared filesystem (--require-local-fs): `"model.h5"` (line 10)' in reason, reason
+        return
+    assert actions[0].disabled is None
+    out = applied(client, uri, await client.code_action_resolve_async(actions[0]))
+    assert 'hvd.allreduce(tf.constant(0), name="barrier")\nrestored = ' in out
+
+
+@pytest.mark.parametrize("client", [{"options": {"requireLocalFs": "yes"}}], indirect=True)
+async def test_require_local_fs_must_be_a_boolean(client):
+    """An invalid `requireLocalFs` is reported and replaced by its default (off)."""
+    from horovodize.lsp import options
+
+    loaded, problems = options.load({"requireLocalFs": "yes"})
+    assert not loaded.require_local_fs and problems == ["`requireLocalFs` must be true or false"]
+    assert options.load({"requireLocalFs": True})[0].require_local_fs
+    uri = open_doc(client, "reads_rank0_file.py", READS_RANK0_FILE)
+    loop = by_code(await diagnostics_for(client, uri), "HVD101")
+    actions = await actions_for(client, uri, [loop], only=[types.CodeActionKind.QuickFix])
+    assert actions[0].disabled is None

@@ -332,6 +332,7 @@ async function doStart(): Promise<void> {
       python: interpreter.path,
       kerasTarget: config().get<string>('kerasTarget', 'tf.keras'),
       scaleLearningRate: config().get<boolean>('scaleLearningRate', true),
+      requireLocalFs: config().get<boolean>('requireLocalFs', false),
     },
     outputChannel: output,
     traceOutputChannel: output,
@@ -391,7 +392,7 @@ async function restart(): Promise<void> {
 }
 
 async function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
-  // `select`, `kerasTarget` and `scaleLearningRate` travel in initializationOptions, so a change of them (like one of the
+  // `select`, `kerasTarget`, `scaleLearningRate` and `requireLocalFs` travel in initializationOptions, so a change of them (like one of the
   // interpreter or the server arguments) restarts the server. Tracing is applied by
   // vscode-languageclient itself.
   if (
@@ -401,7 +402,8 @@ async function onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promi
     e.affectsConfiguration(`${SECTION}.serverArgs`) ||
     e.affectsConfiguration(`${SECTION}.select`) ||
     e.affectsConfiguration(`${SECTION}.kerasTarget`) ||
-    e.affectsConfiguration(`${SECTION}.scaleLearningRate`)
+    e.affectsConfiguration(`${SECTION}.scaleLearningRate`) ||
+    e.affectsConfiguration(`${SECTION}.requireLocalFs`)
   ) {
     await restart();
   }

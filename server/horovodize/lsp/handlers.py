@@ -344,7 +344,7 @@ async def _convert_program(ls: HorovodizeServer, uri: str, alone_ok: bool) -> bo
         entry, root = found
         root = _workspace_root(ls, entry) or root
         conv = await ls.in_worker(convert_program, entry, read, root, ls.options.keras_target,
-                                  ls.options.scale_lr)
+                                  ls.options.scale_lr, ls.options.require_local_fs)
     except (UserError, OSError, UnicodeDecodeError) as e:
         ls.show(f"horovodize: {path.name}: not converted: {e}", types.MessageType.Error)
         return True

@@ -14,6 +14,11 @@
 * ``kerasTarget``: the Keras 2 that Keras 3 / keras_core imports become in a conversion
   (HVD090): ``"tf.keras"`` (the default; TensorFlow <= 2.15, Horovod 0.28's pinned stack)
   or ``"tf_keras"`` (TensorFlow >= 2.16), as ``horovodize convert --keras-target``.
+* ``scaleLearningRate`` (default true): false leaves the learning rate as it is, as
+  ``horovodize convert --no-scale-lr``.
+* ``requireLocalFs`` (default false): true refuses a conversion whose ranks read, after a
+  barrier, files rank 0 wrote (they need a shared filesystem), as
+  ``horovodize convert --require-local-fs``.
 * ``maxFileLines`` / ``maxFileBytes``: a buffer over either limit (defaults
   `MAX_FILE_LINES`, `MAX_FILE_BYTES`; 0 = no limit) is not analysed; it gets one
   information diagnostic that says why, instead of minutes of analysis on every edit.
@@ -43,6 +48,7 @@ class Options:
     max_file_bytes: int = MAX_FILE_BYTES
     keras_target: str = "tf.keras"
     scale_lr: bool = True            # `scaleLearningRate`: engine.Analysis.scale_lr
+    require_local_fs: bool = False   # `requireLocalFs`: engine.Analysis.require_local_fs
 
 
 def load(raw) -> tuple[Options, list[str]]:
@@ -81,6 +87,10 @@ def load(raw) -> tuple[Options, list[str]]:
     if not isinstance(scale_lr, bool):
         problems.append("`scaleLearningRate` must be true or false")
         scale_lr = True
+    require_local_fs = raw.get("requireLocalFs", False)
+    if not isinstance(require_local_fs, bool):
+        problems.append("`requireLocalFs` must be true or false")
+        require_local_fs = False
     limits = {}
     for key, field_name, default in (("maxFileLines", "max_file_lines", MAX_FILE_LINES),
                                      ("maxFileBytes", "max_file_bytes", MAX_FILE_BYTES)):
@@ -93,4 +103,4 @@ def load(raw) -> tuple[Options, list[str]]:
         else:
             limits[field_name] = value
     return Options(select=select, docs_base_url=base or None, python=python or None, keras_target=keras_target,
-                   scale_lr=scale_lr, **limits), problems
+                   scale_lr=scale_lr, require_local_fs=require_local_fs, **limits), problems

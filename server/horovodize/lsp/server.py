@@ -383,7 +383,8 @@ class HorovodizeServer(LanguageServer):
             try:       # a newer edit stops this analysis between two passes
                 analysis = analyze(text.text, module=module, memo=None if fresh else parser.memo,
                                    stop=lambda: self._stale(uri, text), line_starts=text.line_starts,
-                                   keras_target=options.keras_target, scale_lr=options.scale_lr)
+                                   keras_target=options.keras_target, scale_lr=options.scale_lr,
+                                   require_local_fs=options.require_local_fs)
                 if parser.fresh and not fresh:
                     parser.memo.count_keys()
             except Cancelled:
@@ -439,7 +440,8 @@ class HorovodizeServer(LanguageServer):
             with _collector_off():
                 analysis = analyze(text.text, module=parser.module, memo=parser.memo,
                                    stop=lambda: uri not in self.documents, line_starts=text.line_starts,
-                                   keras_target=self.options.keras_target, scale_lr=self.options.scale_lr)
+                                   keras_target=self.options.keras_target, scale_lr=self.options.scale_lr,
+                                   require_local_fs=self.options.require_local_fs)
                 parser.memo.count_keys()
         except Cancelled:
             return None

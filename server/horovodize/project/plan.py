@@ -102,14 +102,16 @@ def original_reader(done: dict, read):
     return reader
 
 
-def prepare(programs: dict[Path, Path], keras_target: str, done: dict, read, scale_lr: bool = True) -> dict:
+def prepare(programs: dict[Path, Path], keras_target: str, done: dict, read, scale_lr: bool = True,
+            require_local_fs: bool = False) -> dict:
     """The conversions of a folder's programs, before any is printed or written: a program
     that trains nothing itself but imports a module another program made call Horovod gets
     ``hvd.init()`` (Horovod's calls fail before it). {entry: conversion or UserError}."""
     out: dict = {}
     for entry, root in programs.items():
         try:
-            out[entry] = convert_program(entry, original_reader(done, read), root, keras_target, scale_lr)
+            out[entry] = convert_program(entry, original_reader(done, read), root, keras_target, scale_lr,
+                                         require_local_fs)
         except UserError as e:
             out[entry] = e
     convs = [c for c in out.values() if not isinstance(c, UserError) and not c.refused]

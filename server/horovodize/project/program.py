@@ -72,10 +72,11 @@ def is_project(entry: Path, root: Path, read) -> bool:
 
 
 def analyze_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras",
-                    strict: bool = True, scale_lr: bool = True) -> tuple[Layout, Link, Analysis]:
+                    strict: bool = True, scale_lr: bool = True,
+                    require_local_fs: bool = False) -> tuple[Layout, Link, Analysis]:
     """The program `entry` starts, linked and analysed. `strict`: a module that does not
     parse raises UserError (a conversion); else it is analysed as parso recovers it.
-    `scale_lr`: `engine.Analysis.scale_lr`."""
+    `scale_lr`, `require_local_fs`: `engine.Analysis`'s."""
     layout = Layout(root or find_root(entry), entry, read)
     for path in layout.program():
         try:
@@ -84,18 +85,20 @@ def analyze_program(entry: Path, read, root: Path | None = None, keras_target: s
             if strict:
                 raise UserError(f"{path}:{e.line}:{e.column}: syntax error: {e.message}", located=True)
     lk = link(layout)
-    analysis = analyze(lk.text, keras_target=keras_target, library_spans=lk.library_spans(), scale_lr=scale_lr)
+    analysis = analyze(lk.text, keras_target=keras_target, library_spans=lk.library_spans(), scale_lr=scale_lr,
+                       require_local_fs=require_local_fs)
     if analysis.error is not None:
         raise UserError(f"{entry}: {analysis.error.message}")
     return layout, lk, analysis
 
 
 def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras",
-                    scale_lr: bool = True) -> ProgramConversion:
+                    scale_lr: bool = True, require_local_fs: bool = False) -> ProgramConversion:
     """The conversion of the program `entry` starts; raises UserError (a file that does not
     parse, an edit that cannot be mapped back, a result that does not parse)."""
     root = root or find_root(entry)
-    layout, lk, analysis = analyze_program(entry, read, root, keras_target, scale_lr=scale_lr)
+    layout, lk, analysis = analyze_program(entry, read, root, keras_target, scale_lr=scale_lr,
+                                           require_local_fs=require_local_fs)
     conv = ProgramConversion(layout.entry, root.resolve(), lk, analysis)
     for path in [layout.entry] + lk.order:
         conv.outside += [(path, line, text) for line, text in layout.module(path).outside]

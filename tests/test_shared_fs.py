@@ -1,0 +1,131 @@
+"""Contract point 13, no shared filesystem assumed: point 7 of the report names every read of a
+file rank 0 wrote that runs on every rank after a barrier (its path as written, its line), and
+``convert --require-local-fs`` refuses such a program (exit 3, nothing changed), naming them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from horovodize.app import report
+from horovodize.engine import conversion
+
+SCRIPT = Path(sys.executable).parent / "horovodize"
+
+READS = """import os
+
+import numpy as np
+import tensorflow as tf
+
+checkpoint_dir = "ckpts"
+x = np.random.rand(64, 4).astype("float32")
+y = x.sum(axis=1)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+cp = tf.keras.callbacks.ModelCheckpoint(os.path.join(checkpoint_dir, "cp.weights.h5"), save_weights_only=True)
+model.fit(x, y, epochs=2, callbacks=[cp])
+model.save("model.h5")
+
+restored = tf.keras.models.load_model("model.h5")
+names = sorted(os.listdir(checkpoint_dir))
+model.load_weights(os.path.join(checkpoint_dir, names[-1]))
+print(os.listdir(checkpoint_dir))
+"""
+
+NO_READS = READS.split("\nrestored")[0] + "\n"
+
+
+def point7(text: str, **options) -> dict:
+    return {p["point"]: p for p in report.build(conversion(text, **options))["points"]}[7]
+
+
+def run(*args):
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_point7_names_each_read_of_rank0s_files_with_its_line():
+    p = point7(READS)
+    assert p["status"] == "done", p
+    assert [n["line"] for n in p["notes"]] == [15], p      # one note, at the first read that waits
+    note = p["notes"][0]["note"]
+    # each read as the source writes its path; the load of a file listed from the folder too;
+    # the print runs on rank 0 only after the conversion: not a read on every rank
+    assert note.startswith('done, but needs a shared filesystem: `"model.h5"` (line 15), `checkpoint_dir` (line 16), '
+                           '`os.path.join(checkpoint_dir, names[-1])` (line 17); '), note
+    assert "line 18" not in note
+    assert note.endswith("read them on rank 0 only and broadcast the value, or copy the files to each host")
+
+
+def test_one_barrier_still_waits_for_all_the_reads():
+    out = conversion(READS).converted()
+    assert out.count('name="barrier")') == 1
+    assert 'hvd.allreduce(tf.constant(0), name="barrier")\nrestored = ' in out
+
+
+def test_no_read_of_rank0s_files_no_note():
+    p = point7(NO_READS)
+    assert p["status"] == "done" and not p["notes"], p
+
+
+def test_a_read_on_rank0_only_is_not_listed():
+    text = READS.replace('restored = tf.keras.models.load_model("model.h5")',
+                         'print(tf.keras.models.load_model("model.h5"))')
+    note = point7(text)["notes"][0]["note"]
+    assert '"model.h5"' not in note and "`checkpoint_dir` (line 16)" in note, note
+
+
+def test_the_text_report_shows_the_paths():
+    data = report.build(conversion(READS), "train.py")
+    assert 'line 15: done, but needs a shared filesystem: `"model.h5"` (line 15)' in report.text(data)
+
+
+def test_require_local_fs_refuses_naming_paths_and_lines():
+    analysis = conversion(READS, require_local_fs=True)
+    assert analysis.refused and analysis.converted() == READS
+    [(code, line, message)] = analysis.refusal_reasons()
+    assert (code, line) == ("point 7", 15)
+    assert message.startswith('needs a shared filesystem (--require-local-fs): `"model.h5"` (line 15), '
+                              '`checkpoint_dir` (line 16), `os.path.join(checkpoint_dir, names[-1])` (line 17): ')
+    assert "read them on rank 0 only and broadcast the value" in message and "drop --require-local-fs" in message
+    # without such reads the switch changes nothing
+    plain = conversion(NO_READS, require_local_fs=True)
+    assert not plain.refused and plain.converted() == conversion(NO_READS).converted()
+
+
+def test_cli_require_local_fs_exits_3_and_changes_nothing(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(READS)
+    proc = run("convert", "--require-local-fs", "--write", str(path))
+    assert proc.returncode == 3, proc.stderr
+    assert path.read_text() == READS
+    assert "NOT CONVERTED" in proc.stderr and "line 15: point 7" in proc.stderr, proc.stderr
+    assert '`"model.h5"` (line 15)' in proc.stderr and "(line 17)" in proc.stderr
+    proc = run("convert", "--require-local-fs", "--format", "json", str(path))
+    data = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 3 and proc.stdout == READS
+    assert data["refused"] and [(r["code"], r["line"]) for r in data["reasons"]] == [("point 7", 15)]
+    # the same program converts without the switch, and one with no such read converts with it
+    assert run("convert", str(path)).returncode == 0
+    path.write_text(NO_READS)
+    proc = run("convert", "--require-local-fs", "--write", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "hvd.init()" in path.read_text()
+
+
+def test_cli_help_names_the_switch():
+    assert "--require-local-fs" in run("convert", "--help").stdout
+
+
+def test_a_notebook_names_cells_and_lines(tmp_path):
+    cells = [READS.split("\nrestored")[0] + "\n", "restored" + READS.split("\nrestored")[1]]
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None,
+                                           "outputs": [], "source": c.splitlines(True)} for c in cells],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    proc = run("convert", "--require-local-fs", str(path))
+    assert proc.returncode == 3
+    assert '`"model.h5"` (cell 2 line 1), `checkpoint_dir` (cell 2 line 2)' in proc.stderr, proc.stderr
+    proc = run("convert", str(path))
+    assert proc.returncode == 0 and "needs a shared filesystem: `\"model.h5\"` (cell 2 line 1)" in proc.stderr
