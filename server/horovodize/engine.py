@@ -106,8 +106,8 @@ class Analysis:
         if not self.require_local_fs:
             return []
         suffix = f"; {SHARED_FS_HOW}"
-        return [(7, line, f"needs a shared filesystem (--require-local-fs): {text[len(SHARED_FS):-len(suffix)]}: "
-                          f"every rank reads these files where rank 0 wrote them; {LOCAL_FS_UNBLOCK}")
+        return [(7, line, (f"needs a shared filesystem (--require-local-fs): {text[len(SHARED_FS):-len(suffix)]}: "
+                           f"every rank reads these files where rank 0 wrote them; {LOCAL_FS_UNBLOCK}"))
                 for point, line, text in self.notes
                 if point == 7 and text.startswith(SHARED_FS) and text.endswith(suffix)]
 
