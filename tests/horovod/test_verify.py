@@ -15,7 +15,8 @@ import hvd_harness as H
 import pytest
 
 pytestmark = [pytest.mark.horovod, pytest.mark.timeout(600)]
-ROW = re.compile(r"^(PASS|FAIL|SKIP)\s+(converts|ranks finish|same weights|work divided|writes|cold cache|prints)\s+(.*)$")
+ROW = re.compile(r"^(PASS|FAIL|SKIP)\s+(converts|ranks finish|same weights|work divided|writes|cold cache|prints|"
+                 r"own disks)\s+(.*)$")
 
 
 def verify(args, tmp_path, timeout=560):
@@ -31,7 +32,7 @@ def rows(proc) -> dict[str, tuple[str, str]]:
         m = ROW.match(line)
         if m:
             out[m.group(2)] = (m.group(1), m.group(3))
-    assert len(out) == 7, proc.stdout + proc.stderr
+    assert len(out) == 8, proc.stdout + proc.stderr
     return out
 
 
@@ -47,15 +48,41 @@ def copy(program, tmp_path):
 
 
 def test_rehearsal_passes_every_check(hvd_env, horovodize_exe, tmp_path):
-    """The converted Keras program: every check passes, the cold cache included; --set shrinks it."""
+    """The converted Keras program on two simulated hosts: every check passes, the cold caches
+    and the hosts' own disks included (it writes on rank 0 and reads nothing back); --set shrinks it."""
     py, _ = hvd_env
-    proc = verify([str(copy("rh_ok.py", tmp_path)), "--python", str(py), "--cold-cache", "--set", "EPOCHS=1"], tmp_path)
+    proc = verify([str(copy("rh_ok.py", tmp_path)), "--python", str(py), "--hosts", "2", "--set", "EPOCHS=1"], tmp_path)
     table = rows(proc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all(status == "PASS" for status, _ in table.values()), table
+    assert "on 2 CPU rank(s) of 2 simulated hosts" in proc.stdout, proc.stdout
     assert "single run 8 steps; ranks 4, 4" in table["work divided"][1], table   # EPOCHS=1: 64/8 batches
     assert "1 Keras model(s)" in table["same weights"][1], table
     assert (tmp_path / "rh_ok.py").read_text() == (H.PROGRAMS / "rh_ok.py").read_text()   # --set: a temp copy
+
+
+def test_two_hosts_fetch_once_each_and_a_read_back_needs_a_shared_filesystem(hvd_env, horovodize_exe, tmp_path):
+    """Two simulated hosts, each with its own copy of the working directory and empty caches:
+    the converted program fetches its data once on each host (local rank 0), and its read-back
+    of the weights rank 0 saved fails on host 1: "own disks" names the file and the line. On
+    one host the same conversion passes every check (the barrier is enough there)."""
+    py, _ = hvd_env
+    origin = tmp_path / "origin" / "rh_fetch.npz"
+    origin.parent.mkdir()
+    subprocess.run([str(py), "-c", "import numpy as np, sys; x = np.random.RandomState(0).rand(64, 4).astype('float32'); "
+                    "np.savez(sys.argv[1], x=x, y=x.sum(axis=1, keepdims=True))", str(origin)], check=True, timeout=120)
+    script = copy("rh_read_back.py", tmp_path)
+    proc = verify([str(script), "--python", str(py), "--hosts", "2", "--", origin.as_uri()], tmp_path)
+    table = rows(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    read = next(i for i, ln in enumerate(script.read_text().splitlines(), 1) if "load_weights" in ln)
+    status, reason = table["own disks"]
+    assert status == "FAIL" and reason.startswith("host 1 (rank 1) read rh_back.h5, which only host 0 wrote"), table
+    assert f"[rh_read_back.py:{read}]" in reason, table
+    assert table["cold cache"][0] == "PASS" and "(hosts 0, 1: " in table["cold cache"][1], table
+    per_host = re.search(r"\(hosts 0, 1: (\d+), (\d+)\)", table["cold cache"][1])
+    assert per_host and per_host.group(1) == per_host.group(2) != "0", table      # fetched on each host
+    assert table["writes"][0] == "PASS" and table["prints"][0] == "PASS", table
 
 
 def test_shared_checkpoint_fails_writes(hvd_env, horovodize_exe, tmp_path):
