@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # stale or missing build only means those modules run from their .py (never a wrong answer).
 NATIVE := server/horovodize/_native/manifest.json
 
-.PHONY: demo test test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
+.PHONY: demo test test-setup editor-env test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
 
 # The venv in two steps: what the demo runs (the package, from source: seconds), then what
 # the suite, the bench and the compiled modules need on top.
@@ -85,10 +85,20 @@ vscode-env:
 # and meeting at the rendezvous, so two overlap well: ~14 min instead of ~18); the real editor
 # alone (code-server wants one port). A failing pass stops the target.
 QUICK := -m "not horovod and not vscode"
-test: $(STAMP) $(NATIVE) hvd-env vscode-env
+test: test-setup
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile $(QUICK)
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist load -m horovod
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -m vscode
+
+# Every environment the suite needs, in two lines side by side: the Horovod environment (a
+# TensorFlow install and a Horovod build), and the project venv, its compiled modules, then the
+# editor's (code-server, Chromium, the .vsix, which bundles the server's tree: after the compiled
+# modules are in it). Their apt steps take turns on .cache/apt.lock. Output line by line.
+test-setup:
+	$(MAKE) --no-print-directory -j2 -Oline hvd-env editor-env
+
+editor-env: $(NATIVE)
+	$(MAKE) --no-print-directory vscode-env
 
 # The quick tiers only (no Horovod runs, no browser): for the edit-test loop.
 test-fast: $(STAMP)

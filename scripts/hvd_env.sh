@@ -84,12 +84,16 @@ if [[ "$PROFILE" == tf-new ]]; then
     [[ -f /usr/include/highwayhash/arch_specific.h ]] || missing+=(libhighwayhash-dev)
     [[ -f /usr/include/farmhash.h ]] || missing+=(libfarmhash-dev)
 fi
+# `make test` builds this environment next to the editor's (scripts/vscode_env.sh): their apt
+# steps take turns on one lock file.
+mkdir -p .cache
+APT_LOCK="$PWD/.cache/apt.lock"
 if ((${#missing[@]})); then
     log "installing ${missing[*]} with apt-get"
     sudo=""
     if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+    flock "$APT_LOCK" $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive flock "$APT_LOCK" $sudo apt-get install -y -q "${missing[@]}"
 fi
 
 # --- a Python 3.11 interpreter ---------------------------------------------
@@ -106,8 +110,8 @@ fi
 apt_install() {
     local sudo=""
     if [[ $(id -u) -ne 0 ]]; then sudo=sudo; fi
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@"
+    flock "$APT_LOCK" $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive flock "$APT_LOCK" $sudo apt-get install -y -q "$@"
 }
 if [[ -z "$PY311" ]]; then
     # Debian 12's own python3 is 3.11: install it with headers (horovod builds a C++ extension).

@@ -57,8 +57,10 @@ if ((${#missing[@]})); then
     SUDO="sudo"
   fi
   log "apt-get install ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  # (`make test` builds the Horovod environment at the same time: apt takes turns on this lock)
+  mkdir -p "$CACHE"
+  flock "$CACHE/apt.lock" $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive flock "$CACHE/apt.lock" $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v chromium >/dev/null || die "chromium not found after apt install"
 

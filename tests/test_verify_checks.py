@@ -44,8 +44,9 @@ def evaluate(c, single, dist):
 
 def test_all_pass():
     checks = evaluate(ctx(), *runs())
-    assert [c.status for c in checks.values()] == ["PASS"] * 5 + ["SKIP", "PASS"]   # cold cache not asked
-    assert list(checks) == list(C.CHECKS[:5]) + ["cold cache", "prints"]
+    # cold cache not asked, one host
+    assert [c.status for c in checks.values()] == ["PASS"] * 5 + ["SKIP", "PASS", "SKIP"]
+    assert list(checks) == list(C.CHECKS[:5]) + ["cold cache", "prints", "own disks"]
 
 
 def test_shared_write_points_to_the_users_line():
@@ -135,7 +136,8 @@ def test_a_rank_that_did_not_finish_skips_what_it_could_not_report():
     assert "timed out after 600s, every rank's process group killed; rank 1: killed at the timeout" \
         in checks["ranks finish"].reason
     assert {k: c.status for k, c in checks.items() if k not in ("converts", "ranks finish")} == {
-        "same weights": "SKIP", "work divided": "SKIP", "writes": "SKIP", "cold cache": "SKIP", "prints": "PASS"}
+        "same weights": "SKIP", "work divided": "SKIP", "writes": "SKIP", "cold cache": "SKIP", "prints": "PASS",
+        "own disks": "SKIP"}
 
 
 def test_table_and_json():
@@ -143,9 +145,9 @@ def test_table_and_json():
     text = C.table(checks, "title")
     assert text.splitlines()[0] == "title"
     assert "FAIL  prints        rank 1 printed 'done' [train.py:5]" in text
-    assert text.splitlines()[-1] == "FAILED: 5 passed, 1 failed, 1 skipped"
+    assert text.splitlines()[-1] == "FAILED: 5 passed, 1 failed, 2 skipped"
     data = json.loads(C.to_json(checks))
-    assert data[-1] == {"check": "prints", "status": "FAIL", "reason": "rank 1 printed 'done'", "rank": 1,
+    assert data[-2] == {"check": "prints", "status": "FAIL", "reason": "rank 1 printed 'done'", "rank": 1,
                         "path": "/w/train.py", "line": 5}
     assert data[0] == {"check": "converts", "status": "PASS", "reason": "converted"}
 
@@ -190,12 +192,94 @@ def test_parse_strace():
            '12 openat(AT_FDCWD, "/w/c", O_WRONLY|O_CREAT, 0666) = -1 EACCES (Permission denied)\n'
            '13 rename("/w/d.tmp", "/w/d") = 0\n'
            '13 unlink("/w/e") = 0\n')
-    assert verify.parse_strace(log) == [("open (C)", "/w/a.h5"), ("rename", "/w/d"), ("unlink", "/w/e")]
+    assert verify.parse_strace(log) == [("open (C)", "/w/a.h5", None), ("rename", "/w/d", None),
+                                        ("unlink", "/w/e", None)]
+    assert verify.parse_strace_reads(log) == [("/w/b", None, True)]
+
+
+def test_parse_strace_with_times_keeps_failed_reads():
+    log = ('12 1700000000.250000 openat(AT_FDCWD, "ckpt/checkpoint", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+           '12 1700000000.500000 openat(AT_FDCWD, "/w", O_RDONLY|O_DIRECTORY|O_CLOEXEC) = 3\n'
+           '1700000001.000000 openat(AT_FDCWD, "out.h5", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 4\n')
+    assert verify.parse_strace(log) == [("open (C)", "out.h5", 1700000001.0)]
+    assert verify.parse_strace_reads(log) == [("ckpt/checkpoint", 1700000000.25, False)]
+
+
+# -- two simulated hosts (--hosts 2): each its own folders under /v/hosts/host-K --------------------
+H0, H1 = "/v/hosts/host-0", "/v/hosts/host-1"
+
+
+def hosts_ctx(**kw):
+    return ctx(hosts=2, host_roots=(H0, H1), cold_cache=True, temp_dirs=("/tmp", "/v/hosts/host-0/tmp", "/v/hosts/host-1/tmp"),
+               cache_dirs=(f"{H0}/home/.keras", f"{H1}/home/.keras"), **kw)
+
+
+def test_two_hosts_read_of_what_only_host_0_wrote_fails_own_disks():
+    w = {"writes": [["open", f"{H0}/cwd/model.h5", 6, 10.0]]}
+    r = {"reads": [[f"{H1}/cwd/model.h5", 7, 11.0]]}
+    c = evaluate(hosts_ctx(), *runs(r0=w, r1=r))["own disks"]
+    assert (c.status, c.rank, c.line) == ("FAIL", 1, 5), c
+    assert c.reason.startswith("host 1 (rank 1) read model.h5, which only host 0 wrote (rank 0 at line 4)"), c.reason
+
+
+def test_two_hosts_a_read_before_the_write_or_of_its_own_copy_passes():
+    w = {"writes": [["open", f"{H0}/cwd/model.h5", 6, 10.0]], "reads": [[f"{H0}/cwd/model.h5", 7, 11.0]]}
+    early = {"reads": [[f"{H1}/cwd/model.h5", 7, 2.0]]}
+    assert evaluate(hosts_ctx(), *runs(r0=w, r1=early))["own disks"].status == "PASS"
+    own = {"writes": [["open", f"{H1}/cwd/model.h5", 6, 10.0]], "reads": [[f"{H1}/cwd/model.h5", 7, 11.0]]}
+    checks = evaluate(hosts_ctx(), *runs(r0=w, r1=own))
+    assert checks["own disks"].status == "PASS"
+    # the same file on each host's own disk: prepared once per host, not a write of rank 1 outside caches
+    assert checks["writes"].status == "PASS" and "1 file(s) prepared once on each host" in checks["writes"].reason
+
+
+def test_two_hosts_c_code_reads_and_missing_files():
+    w = {"writes": [["open", f"{H0}/cwd/ckpt/checkpoint", 6, 10.0]]}
+    single, dist = runs(r0=w)
+    dist.strace_reads = {1: [(f"{H1}/cwd/ckpt/checkpoint", 12.0, False)]}
+    assert evaluate(hosts_ctx(), single, dist)["own disks"].status == "FAIL"
+    single, dist = runs(r0=w, r1={"exit": 1, "error": "NotFoundError: ckpt/checkpoint; No such file or directory"})
+    c = evaluate(hosts_ctx(), single, dist)["own disks"]
+    assert c.status == "FAIL" and "read ckpt/checkpoint, which only host 0 wrote" in c.reason
+
+
+def test_two_hosts_writes_in_each_hosts_caches_and_temp_are_allowed_but_not_in_its_project():
+    r1 = {"writes": [["open", f"{H1}/home/.keras/datasets/d.npz", 6, 1.0], ["open", f"{H1}/tmp/x", 6, 1.0]]}
+    assert evaluate(hosts_ctx(), *runs(r1=r1))["writes"].status == "PASS"
+    r1 = {"writes": [["open", f"{H1}/cwd/log.txt", 6, 1.0]]}
+    c = evaluate(hosts_ctx(), *runs(r1=r1))["writes"]
+    assert c.status == "FAIL" and "outside caches and temp" in c.reason
+
+
+def test_host_list_and_the_hosts_folders(tmp_path):
+    assert verify.host_list(2, 1) == "localhost:2"
+    assert verify.host_list(4, 2) == "localhost:2,127.0.0.1:2"
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    (project / "data").mkdir()
+    (project / "data" / "a.csv").write_text("1\n")
+    (project / "train.py").write_text("print(1)\n")
+    roots = verify.host_dirs(tmp_path / "hosts", 2, str(project))
+    for root in roots:
+        assert (root / "cwd" / "data" / "a.csv").read_text() == "1\n" and not (root / "cwd" / ".git").exists()
+        assert (root / "home").is_dir() and (root / "tmp").is_dir()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--hosts", "3"], "one machine rehearses 1 or 2 hosts"),
+    (["--np", "3", "--hosts", "2"], "--np 3 does not spread evenly over --hosts 2"),
+])
+def test_hosts_usage_errors_exit_2(tmp_path, capsys, args, message):
+    script = tmp_path / "t.py"
+    script.write_text("EPOCHS = 10\n")
+    assert verify.main([str(script), *args]) == 2
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args,message", [
     ([], "expects \\[uri\\]"),
     ([{"uri": "file:///a.py", "np": 0}], "`np` must be a positive integer"),
+    ([{"uri": "file:///a.py", "hosts": "2"}], "`hosts` must be a positive integer"),
     ([{"uri": "file:///a.py", "sets": "A=1"}], "`sets` must be a list of strings"),
     ([{"uri": "file:///a.py", "timeout": -1}], "`timeout` must be a positive number"),
     ([{"uri": "file:///a.py", "asIs": "yes"}], "`asIs` must be a boolean"),
@@ -207,8 +291,9 @@ def test_lsp_command_argument_errors(args, message):
 
 def test_lsp_command_arguments():
     assert rehearse.parse_args(["file:///a.py"])["np"] == 2
-    opts = rehearse.parse_args([{"uri": "file:///a.py", "np": 3, "sets": ["E=1"], "coldCache": True, "args": ["x"]}])
-    assert opts == {"uri": "file:///a.py", "np": 3, "sets": ["E=1"], "as_is": False, "cold_cache": True,
+    opts = rehearse.parse_args([{"uri": "file:///a.py", "np": 2, "hosts": 2, "sets": ["E=1"], "coldCache": True,
+                                 "args": ["x"]}])
+    assert opts == {"uri": "file:///a.py", "np": 2, "hosts": 2, "sets": ["E=1"], "as_is": False, "cold_cache": True,
                     "timeout": verify.DEFAULT_TIMEOUT, "script_args": ["x"]}
 
 

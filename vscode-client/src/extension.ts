@@ -15,6 +15,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { rehearseFile } from './rehearse';
+import { createLaunchRecipe } from './launchRecipe';
 import {
   ExecuteCommandRequest,
   LanguageClient,
@@ -88,6 +89,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('horovodize.showDoctorReport', showDoctorReport),
     vscode.commands.registerCommand('horovodize.rehearseFile', async (uri?: vscode.Uri) =>
       rehearseFile(await runningClient(), uri)),
+    vscode.commands.registerCommand('horovodize.createLaunchRecipe', async (uri?: vscode.Uri) =>
+      createLaunchRecipe(await runningClient(), uri)),
     vscode.workspace.registerTextDocumentContentProvider('horovodize-doctor', {
       onDidChange: reportChanged.event,
       provideTextDocumentContent: () => reportText(),

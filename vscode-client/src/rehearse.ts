@@ -32,11 +32,13 @@ export async function rehearseFile(client: LanguageClient | undefined, uri?: vsc
     await doc.save();
   }
   channel = channel ?? vscode.window.createOutputChannel('Horovodize rehearsal');
-  channel.appendLine(`rehearsing ${target.fsPath} on 2 CPU ranks ...`);
+  // `horovodize.rehearsalHosts` 2: one rank on each of two simulated hosts (no shared filesystem)
+  const hosts = vscode.workspace.getConfiguration('horovodize').get<number>('rehearsalHosts', 1) === 2 ? 2 : 1;
+  channel.appendLine(`rehearsing ${target.fsPath} on 2 CPU ranks${hosts === 2 ? ' of 2 simulated hosts' : ''} ...`);
   try {
     const result = (await client.sendRequest(ExecuteCommandRequest.type, {
       command: SERVER_REHEARSE_COMMAND,
-      arguments: [{ uri: target.toString(), np: 2 }],
+      arguments: [{ uri: target.toString(), np: 2, hosts }],
     })) as RehearsalResult | null;
     if (!result) {
       return;

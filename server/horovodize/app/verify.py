@@ -37,7 +37,8 @@ from .verify_wrapper import WRAPPER
 
 DEFAULT_TIMEOUT = 600.0
 PREFIX = re.compile(r"\[(\d+)\]<(stdout|stderr)>:")
-STRACE_CALL = re.compile(r'^(\d+\s+)?(openat|open|creat|rename|renameat2?|unlink|unlinkat|mkdir|mkdirat)\((.*)\)\s+=\s+(-?\d+)')
+STRACE_CALL = re.compile(r'^(?:\d+\s+)?(?:(\d+\.\d+)\s+)?(openat|open|creat|rename|renameat2?|unlink|unlinkat|mkdir|mkdirat)'
+                         r'\((.*)\)\s+=\s+(-?\d+)')
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 # Runs inside the Horovod interpreter: is horovod there, with its TensorFlow ops? (No import of
@@ -170,6 +171,14 @@ class Launch:
     strace: str | None
     cwd: str = "."
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    hosts: int = 1                  # simulated hosts of the distributed run (`--hosts`)
+    host_root: Path | None = None   # their folders: host-K/{cwd,home,tmp} (`host_dirs`)
+
+    def rank_cwd(self, rank: int, np: int, hvd: bool) -> str:
+        """Where a rank runs: its host's copy of the working directory in a two-host run."""
+        if hvd and self.hosts > 1 and self.host_root is not None:
+            return str(self.host_root / f"host-{rank // (np // self.hosts)}" / "cwd")
+        return self.cwd
 
 
 def split_ranks(output: str) -> tuple[dict, dict]:
@@ -184,29 +193,45 @@ def split_ranks(output: str) -> tuple[dict, dict]:
     return out, err
 
 
-def parse_strace(text: str) -> list[tuple[str, str]]:
-    """(call, path) of the writes in one strace log: opens for writing, creat, renames (the
-    destination), unlinks, mkdirs, that succeeded."""
-    out = []
+def _strace_calls(text: str):
+    """(time or None, call, args, paths, result) of each traced call in one strace log."""
     for line in text.splitlines():
         m = STRACE_CALL.match(line)
-        if not m or int(m.group(4)) < 0:
-            continue
-        call, args = m.group(2), m.group(3)
-        paths = QUOTED.findall(args)
-        if not paths:
+        if m:
+            paths = QUOTED.findall(m.group(3))
+            if paths:
+                yield (float(m.group(1)) if m.group(1) else None), m.group(2), m.group(3), paths, int(m.group(4))
+
+
+def _writes_flags(args: str) -> bool:
+    return bool(re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND", args)) and "O_TMPFILE" not in args
+
+
+def parse_strace(text: str) -> list[tuple]:
+    """(call, path, time) of the writes in one strace log: opens for writing, creat, renames
+    (the destination), unlinks, mkdirs, that succeeded (`time` None without strace's -ttt)."""
+    out = []
+    for t, call, args, paths, result in _strace_calls(text):
+        if result < 0:
             continue
         if call in ("openat", "open"):
-            if not re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND", args) or "O_TMPFILE" in args:
-                continue
-            out.append(("open (C)", paths[0]))
+            if _writes_flags(args):
+                out.append(("open (C)", paths[0], t))
         elif call.startswith("rename"):
-            out.append((call, paths[-1]))
+            out.append((call, paths[-1], t))
         elif call.startswith("mkdir"):
-            out.append(("os.mkdir", paths[0]))
+            out.append(("os.mkdir", paths[0], t))
         else:
-            out.append((call, paths[0]))
+            out.append((call, paths[0], t))
     return out
+
+
+def parse_strace_reads(text: str) -> list[tuple]:
+    """(path, time, found) of the opens for reading in one strace log (failed ones included:
+    a file another host wrote is missing here)."""
+    return [(paths[0], t, result >= 0) for t, call, args, paths, result in _strace_calls(text)
+            if call in ("openat", "open") and not re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND|O_DIRECTORY|"
+                                                            r"O_TMPFILE", args)]
 
 
 def _token_pids(token: str) -> list[int]:
@@ -259,12 +284,15 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
     wrapper = L.workdir / "_horovodize_verify_wrapper.py"
     wrapper.write_text(WRAPPER, encoding="utf-8")
     rank_cmd = [L.python, str(wrapper), str(script), str(report_dir), model_var or "", label, *script_args]
+    hosts = L.hosts if hvd else 1
     if L.strace:
         trace = L.workdir / f"strace-{label}"
-        script_ = (f'exec "$0" -f -qq --seccomp-bpf -e trace=open,openat,creat,rename,renameat,'
-                   f'renameat2,unlink,unlinkat,mkdir,mkdirat -o "{trace}-${{HOROVOD_RANK:-0}}.txt" "$@"')
+        script_ = (f'exec "$0" -f -qq {"-ttt " if hosts > 1 else ""}--seccomp-bpf -e trace=open,openat,creat,rename,'
+                   f'renameat,renameat2,unlink,unlinkat,mkdir,mkdirat -o "{trace}-${{HOROVOD_RANK:-0}}.txt" "$@"')
         rank_cmd = ["sh", "-c", script_, L.strace, *rank_cmd]
-    cmd = (launcher(L.python) + ["-np", str(np), "-H", f"localhost:{np}", "--gloo", *rank_cmd]) if hvd else rank_cmd
+    if hosts > 1:       # each host in its own folders (Horovod tells a rank its host: HOROVOD_CROSS_RANK)
+        rank_cmd = ["sh", "-c", HOST_SHELL, str(L.host_root), *rank_cmd]
+    cmd = (launcher(L.python) + ["-np", str(np), "-H", host_list(np, hosts), "--gloo", *rank_cmd]) if hvd else rank_cmd
     env = dict(L.env, HOROVODIZE_REHEARSAL=L.token)
     run = C.Run(label=label, np=np, strace_used=bool(L.strace))
     start = time.monotonic()
@@ -300,13 +328,80 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
                 pass
         st = L.workdir / f"strace-{label}-{rank}.txt"
         if st.exists():
-            run.strace[rank] = [(e, os.path.normpath(os.path.join(L.cwd, p))) for e, p in
-                                parse_strace(st.read_text(errors="replace"))
-                                if not p.startswith(("/dev/", "/proc/", str(L.workdir))) and "__pycache__" not in p]
+            log, cwd = st.read_text(errors="replace"), L.rank_cwd(rank, np, hvd)
+            ours = _harness_paths(L)
+            run.strace[rank] = [(e, path, t) for e, p, t in parse_strace(log)
+                                for path in [os.path.normpath(os.path.join(cwd, p))] if not ours(path)]
+            if hosts > 1:
+                run.strace_reads[rank] = [(path, t, found) for p, t, found in parse_strace_reads(log)
+                                          for path in [os.path.normpath(os.path.join(cwd, p))]
+                                          if not ours(path) and not path.startswith(SYSTEM_DIRS)]
     if not run.reports and proc.returncode not in (0, None) and not run.timed_out:
         tail = [ln for ln in output.splitlines() if not PREFIX.match(ln)]
         run.error = C.first_error(tail[::-1]) or (tail[-1][:300] if tail else f"exit {proc.returncode}")
     return run
+
+
+def _harness_paths(L: Launch):
+    """Paths of the rehearsal itself (its reports, wrapper, traces; not the hosts' folders)."""
+    work, hosts = str(L.workdir) + os.sep, (str(L.host_root) + os.sep) if L.host_root else None
+
+    def ours(path: str) -> bool:
+        return (path.startswith(("/dev/", "/proc/")) or "__pycache__" in path
+                or (path + os.sep).startswith(work) and not (hosts and path.startswith(hosts)))
+    return ours
+
+
+# -- two hosts on one machine ---------------------------------------------------------------------
+# horovodrun starts the ranks of a host named `localhost` and of one named `127.0.0.1` locally
+# (both resolve to an address of this machine) but counts them as two hosts: each gets local
+# rank 0 and HOROVOD_CROSS_SIZE 2, as on two machines. A third host would need a third local
+# address that resolves to an interface of this machine.
+MAX_HOSTS = 2
+HOST_NAMES = ("localhost", "127.0.0.1")
+# Run in a rank: its host's copy of the working directory, HOME, caches and TMPDIR ($0: their root).
+HOST_SHELL = ('R="$0/host-${HOROVOD_CROSS_RANK:-0}"; cd "$R/cwd" || exit 97; export HOME="$R/home" '
+              'TMPDIR="$R/tmp" KERAS_HOME="$R/home/.keras" TFDS_DATA_DIR="$R/home/tensorflow_datasets" '
+              'XDG_CACHE_HOME="$R/home/.cache"; exec "$@"')
+SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/etc/", "/sys/", "/proc/", "/dev/", "/run/", "/bin/", "/sbin/",
+               os.path.realpath(sys.base_prefix) + os.sep)
+# Not copied to each host: version control, environments, caches.
+COPY_SKIP = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__", ".cache",
+             ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints")
+COPY_LIMIT = 1 << 30      # bytes of the working directory copied to each simulated host
+
+
+def host_list(np: int, hosts: int) -> str:
+    """horovodrun's -H: `np` slots on one host, or spread evenly over the simulated hosts."""
+    if hosts <= 1:
+        return f"localhost:{np}"
+    return ",".join(f"{HOST_NAMES[h]}:{np // hosts}" for h in range(hosts))
+
+
+def host_dirs(root: Path, hosts: int, cwd: str) -> list[Path]:
+    """host-K/{cwd,home,tmp} under `root` for each host, `cwd` (the run's working directory)
+    copied into each: a host sees its own disk, with the project as it was before the run."""
+    src = Path(cwd)
+    size, files = 0, 0
+    for base, dirs, names in os.walk(src):
+        dirs[:] = [d for d in dirs if d not in COPY_SKIP]
+        for n in names:
+            try:
+                size += os.path.getsize(os.path.join(base, n))
+            except OSError:
+                pass
+            files += 1
+        if size > COPY_LIMIT:
+            raise VerifyError(f"--hosts {hosts}: the working directory {cwd} holds more than {COPY_LIMIT >> 30} GiB "
+                              "to copy to each simulated host; run verify from the project's folder")
+    out = []
+    for h in range(hosts):
+        d = root / f"host-{h}"
+        shutil.copytree(src, d / "cwd", symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
+        for sub in ("home", "tmp"):
+            (d / sub).mkdir(parents=True)
+        out.append(d)
+    return out
 
 
 # -- the rehearsal ---------------------------------------------------------------------------------
@@ -314,6 +409,7 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
 class Rehearsal:
     path: str
     np: int
+    hosts: int = 1
     checks: list = field(default_factory=list)
     single: C.Run | None = None
     dist: C.Run | None = None
@@ -324,7 +420,8 @@ class Rehearsal:
         return not any(c.status == C.FAIL for c in self.checks)
 
     def table(self) -> str:
-        return C.table(self.checks, f"rehearsal of {self.path} on {self.np} CPU rank(s) (horovodrun --gloo)")
+        hosts = f" of {self.hosts} simulated hosts" if self.hosts > 1 else ""
+        return C.table(self.checks, f"rehearsal of {self.path} on {self.np} CPU rank(s){hosts} (horovodrun --gloo)")
 
 
 def cache_env(home: Path) -> dict:
@@ -334,15 +431,23 @@ def cache_env(home: Path) -> dict:
 
 def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), model_var: str | None = None,
            python: str | None = None, keep: bool = False, sets=(), as_is: bool = False, cold_cache: bool = False,
-           progress=None, cwd: str | None = None) -> Rehearsal:
+           progress=None, cwd: str | None = None, hosts: int = 1) -> Rehearsal:
     """The rehearsal of PATH. Raises `VerifyError` for usage/environment problems (missing file,
     syntax error, --set on no constant, interpreter without horovod); what happens in the
     runs is in the checks. `progress(message)` is called as the runs start; the runs start in
-    `cwd` (default: the current directory), where the program's relative paths land."""
+    `cwd` (default: the current directory), where the program's relative paths land.
+    `hosts` 2 spreads the ranks over two simulated hosts, each with its own copy of `cwd`,
+    HOME, empty caches and TMPDIR (no shared filesystem), and implies `cold_cache`."""
     path = Path(path)
     say = progress or (lambda message: None)
     if np < 1:
         raise VerifyError("--np must be at least 1")
+    if not 1 <= hosts <= MAX_HOSTS:
+        raise VerifyError(f"--hosts {hosts}: one machine rehearses 1 or {MAX_HOSTS} hosts (horovodrun runs "
+                          f"`{HOST_NAMES[0]}` and `{HOST_NAMES[1]}` here as two hosts)")
+    if np % hosts:
+        raise VerifyError(f"--np {np} does not spread evenly over --hosts {hosts} (give a multiple of {hosts})")
+    cold_cache = cold_cache or hosts > 1
     user_text = read_text(path)
     try:
         text = C.apply_sets(user_text, C.parse_sets(sets))
@@ -359,7 +464,7 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
     else:
         say("converting")
         converted, conv = convert(text, path)
-    rehearsal = Rehearsal(path=str(path), np=np)
+    rehearsal = Rehearsal(path=str(path), np=np, hosts=hosts)
     if converted is None:
         rehearsal.checks = [conv] + [C.Check(name, C.SKIP, "not converted") for name in C.CHECKS[1:]]
         return rehearsal
@@ -405,26 +510,32 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         return out
 
     L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"),
-               cwd=os.path.abspath(cwd or os.getcwd()))
+               cwd=os.path.abspath(cwd or os.getcwd()), hosts=hosts)
+    roots = []
+    if hosts > 1:
+        say(f"copying {L.cwd} to {hosts} simulated hosts")
+        L.host_root = workdir / "hosts"
+        roots = host_dirs(L.host_root, hosts, L.cwd)
     try:
         L.env = run_env("single")
         say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")
         single = launch(L, "single", single_script, 1, as_is, script_args, model_var)
         L.env, L.token = run_env("dist"), uuid.uuid4().hex
-        say(f"distributed run on {np} ranks")
+        if hosts > 1:
+            L.env["HOROVODIZE_TRACK_READS"] = "1"
+        say(f"distributed run on {np} ranks" + (f" of {hosts} hosts" if hosts > 1 else ""))
         dist = launch(L, "dist", dist_script, np, True, script_args, model_var)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    cache_home = homes["dist"] or home
-    caches = cache_env(cache_home)
-    cache_dirs = tuple({caches["KERAS_HOME"], caches["TFDS_DATA_DIR"], caches["XDG_CACHE_HOME"],
-                        os.environ.get("KERAS_HOME", ""), os.environ.get("TFDS_DATA_DIR", ""),
-                        os.environ.get("XDG_CACHE_HOME", "")} - {""})
-    temp_dirs = tuple({tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"})
+    caches = [cache_env(h / "home") for h in roots] or [cache_env(homes["dist"] or home)]
+    cache_dirs = tuple({c[k] for c in caches for k in ("KERAS_HOME", "TFDS_DATA_DIR", "XDG_CACHE_HOME")}
+                       | {os.environ.get("KERAS_HOME", ""), os.environ.get("TFDS_DATA_DIR", ""),
+                          os.environ.get("XDG_CACHE_HOME", "")} - {""})
+    temp_dirs = tuple({tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"} | {str(h / "tmp") for h in roots})
     ctx = C.Context(user_path=str(path), user_text=user_text, run_text=converted, single_text=text, np=np,
                     as_is=as_is, cold_cache=cold_cache, cache_dirs=cache_dirs,
-                    temp_dirs=temp_dirs)
+                    temp_dirs=temp_dirs, hosts=hosts, host_roots=tuple(str(h) for h in roots))
     rehearsal.single, rehearsal.dist = single, dist
     rehearsal.workdir = str(workdir) if keep else None
     rehearsal.checks = C.evaluate(ctx, conv, single, dist, timeout)
@@ -432,13 +543,16 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
 
 
 # -- CLI ------------------------------------------------------------------------------------------
-USAGE = ("horovodize verify PATH [--np N] [--set NAME=VALUE ...] [--as-is] [--cold-cache] [--timeout S] "
+USAGE = ("horovodize verify PATH [--np N] [--hosts H] [--set NAME=VALUE ...] [--as-is] [--cold-cache] [--timeout S] "
          "[--format text|json] [--python PY] [--model-var NAME] [--keep] [--show-output] [-- ARGS ...]")
 
 
 def _options(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
     d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
     parser.add_argument("--np", type=int, default=d(2), help="number of local CPU ranks (default 2)")
+    parser.add_argument("--hosts", type=int, default=d(1), metavar="H",
+                        help="spread the ranks over H simulated hosts (1 or 2), each with its own copy of the "
+                             "working directory, HOME, empty caches and TMPDIR: no shared filesystem")
     parser.add_argument("--timeout", type=float, default=d(DEFAULT_TIMEOUT), metavar="S",
                         help=f"seconds before a run's every process is killed (default {DEFAULT_TIMEOUT:.0f})")
     parser.add_argument("--set", action="append", metavar="NAME=VALUE", default=d(None), dest="sets",
@@ -484,7 +598,7 @@ def run(args) -> int:
         rehearsal = verify(args.path, np=args.np, timeout=args.timeout, script_args=script_args,
                            model_var=args.model_var, python=args.python, keep=getattr(args, "keep", False),
                            sets=getattr(args, "sets", None) or (), as_is=getattr(args, "as_is", False),
-                           cold_cache=getattr(args, "cold_cache", False),
+                           cold_cache=getattr(args, "cold_cache", False), hosts=getattr(args, "hosts", 1),
                            progress=(lambda m: print(f"horovodize verify: {m}", file=sys.stderr)) if text else None)
     except VerifyError as e:
         print(f"horovodize: {e}", file=sys.stderr)

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
-CHECKS = ("converts", "ranks finish", "same weights", "work divided", "writes", "prints", "cold cache")
+CHECKS = ("converts", "ranks finish", "same weights", "work divided", "writes", "prints", "cold cache", "own disks")
 
 # What ranks > 0 may print: TensorFlow / absl / Horovod / Python logging and warnings.
 NOISE = re.compile(
@@ -56,7 +56,8 @@ class Run:
     reports: dict = field(default_factory=dict)     # rank -> the wrapper's JSON
     stdout: dict = field(default_factory=dict)      # rank -> lines horovodrun captured
     stderr: dict = field(default_factory=dict)
-    strace: dict = field(default_factory=dict)      # rank -> [(event, path)] (C code's writes)
+    strace: dict = field(default_factory=dict)      # rank -> [(event, path, time)] (C code's writes)
+    strace_reads: dict = field(default_factory=dict)  # rank -> [(path, time, found)] (two hosts: C code's reads)
     strace_used: bool = False
     exit: int | None = None
     timed_out: bool = False
@@ -77,7 +78,29 @@ class Context:
     cold_cache: bool
     cache_dirs: tuple = ()
     temp_dirs: tuple = ()
+    hosts: int = 1
+    host_roots: tuple = ()    # two simulated hosts: each one's folder (host-K/{cwd,home,tmp})
     _maps: dict = field(default_factory=dict)
+
+    def host_of(self, rank: int) -> int:
+        """The host of a rank (horovodrun fills the hosts in order)."""
+        return rank // max(1, self.np // self.hosts)
+
+    def on_disk(self, path: str) -> tuple[int | None, str]:
+        """(host, path on its disk): a path in a simulated host's folder, relative to it (each
+        host has its own `cwd/...`), else (None, the path)."""
+        for h, root in enumerate(self.host_roots):
+            if path.startswith(root + os.sep):
+                return h, path[len(root) + 1:]
+        return None, path
+
+    def cached(self, path: str) -> bool:
+        return _under(path, self.cache_dirs)
+
+    def temporary(self, path: str) -> bool:
+        """In a temp dir: a simulated host's own TMPDIR, not the temp dir its folders live in."""
+        host, rest = self.on_disk(path)
+        return rest == "tmp" or rest.startswith("tmp" + os.sep) if host is not None else _under(path, self.temp_dirs)
 
     def line(self, run_line: int | None, single: bool = False) -> int | None:
         """The user's line for a line of the script that ran (distributed, or the single run)."""
@@ -286,13 +309,15 @@ def check_steps(ctx: Context, single: Run | None, dist: Run) -> Check:
                  f" (about {base / n:g} each{whole})")
 
 
-def _writes(run: Run, rank: int) -> list[tuple[str, str, int | None]]:
-    """(event, path, line) of a rank's writes: the audit hook's, then what only strace saw."""
+def _writes(run: Run, rank: int, timed: bool = False) -> list[tuple]:
+    """(event, path, line) of a rank's writes: the audit hook's, then what only strace saw;
+    (event, path, line, time) when `timed`."""
     rep = run.reports.get(rank) or {}
-    seen = [(e, p, ln) for e, p, ln in rep.get("writes", []) if e != "os.mkdir"]
-    paths = {p for _, p, _ in seen}
-    seen += [(e, p, None) for e, p in run.strace.get(rank, []) if p not in paths]
-    return seen
+    seen = [(w[0], w[1], w[2], w[3] if len(w) > 3 else None) for w in rep.get("writes", []) if w[0] != "os.mkdir"]
+    paths = {w[1] for w in seen}
+    seen += [(e, p, None, t) for e, p, *rest in run.strace.get(rank, []) if p not in paths
+             for t in [rest[0] if rest else None]]
+    return seen if timed else [w[:3] for w in seen]
 
 
 def check_writes(ctx: Context, dist: Run) -> list[Check]:
@@ -303,16 +328,20 @@ def check_writes(ctx: Context, dist: Run) -> list[Check]:
     for r in done:
         for _, p, ln in _writes(dist, r):
             seen_by.setdefault(p, {}).setdefault(r, ln)
-    shared = {p: rk for p, rk in seen_by.items() if len(rk) > 1}
+    # ranks of different hosts never share a disk: a path outside the hosts' folders (here on one
+    # machine) is written by two ranks only when they are on one host
+    shared = {p: rk for p, rk in seen_by.items() if len(rk) > 1 and (
+        ctx.hosts == 1 or len({ctx.host_of(r) for r in rk}) < len(rk))}
+    per_host = _per_host_writes(ctx, dist, done) if ctx.hosts > 1 else set()
     out = []
     blind = "" if dist.strace_used else " (Python's writes only: strace is not installed, C code's writes unseen)"
     if len(done) < dist.np:
         out.append(Check("writes", SKIP, "a rank did not finish (no report)"))
     else:
-        in_cache = {p for p in shared if _under(p, ctx.cache_dirs)} if ctx.cold_cache else set()
+        in_cache = {p for p in shared if ctx.cached(p)} if ctx.cold_cache else set()
         clash = [p for p in shared if p not in in_cache]
         outside = [(r, e, p, ln) for r in done if r > 0 for e, p, ln in _writes(dist, r)
-                   if not _under(p, ctx.cache_dirs + ctx.temp_dirs)]
+                   if not ctx.cached(p) and not ctx.temporary(p) and ctx.on_disk(p)[1] not in per_host]
         if clash:
             p = clash[0]
             ranks = shared[p]
@@ -326,14 +355,16 @@ def check_writes(ctx: Context, dist: Run) -> list[Check]:
                              rank=r, path=ctx.user_path, line=ctx.line(ln)))
         else:
             total = sum(len(_writes(dist, r)) for r in done)
+            hosts = (f"; {len(per_host)} file(s) prepared once on each host (by its local rank 0)"
+                     if per_host else "")
             out.append(Check("writes", PASS, f"{total} write(s), none by two ranks, none by ranks > 0 outside "
-                             f"caches and temp{blind}"))
+                             f"caches and temp{hosts}{blind}"))
     if not ctx.cold_cache:
         out.append(Check("cold cache", SKIP, "not asked (--cold-cache runs with empty Keras/TFDS/XDG caches)"))
     elif len(done) < dist.np:
         out.append(Check("cold cache", SKIP, "a rank did not finish (no report)"))
     else:
-        race = [p for p in shared if _under(p, ctx.cache_dirs)]
+        race = [p for p in shared if ctx.cached(p)]
         if race:
             p = race[0]
             line = next((ln for ln in shared[p].values() if ln), None)
@@ -341,9 +372,78 @@ def check_writes(ctx: Context, dist: Run) -> list[Check]:
                              f"{', '.join(map(str, sorted(shared[p])))}: a download race on a first run",
                              rank=sorted(shared[p])[1], path=ctx.user_path, line=ctx.line(line)))
         else:
-            n = sum(1 for p in seen_by if _under(p, ctx.cache_dirs))
-            out.append(Check("cold cache", PASS, f"caches started empty; {n} cache file(s) written, none by two ranks"))
+            n = sum(1 for p in seen_by if ctx.cached(p))
+            each = ""
+            if ctx.hosts > 1:
+                per = [sum(1 for p in seen_by if ctx.cached(p) and ctx.on_disk(p)[0] == h) for h in range(ctx.hosts)]
+                each = f" (hosts {', '.join(map(str, range(ctx.hosts)))}: {', '.join(map(str, per))})"
+            out.append(Check("cold cache", PASS, f"caches started empty; {n} cache file(s) written{each}, none by "
+                             "two ranks"))
     return out
+
+
+def _per_host_writes(ctx: Context, dist: Run, done) -> set:
+    """Paths on a host's own disk (`cwd/...`) that the first rank of every host wrote: data a
+    host prepares for itself (a download extracted into the project, once per host)."""
+    firsts = [r for r in done if r == 0 or ctx.host_of(r) != ctx.host_of(r - 1)]
+    if len(firsts) < ctx.hosts:
+        return set()
+    sets = [{rest for _, p, _ in _writes(dist, r) for h, rest in [ctx.on_disk(p)]
+             if h is not None and rest.startswith("cwd" + os.sep)} for r in firsts]
+    return set.intersection(*sets)
+
+
+def check_own_disks(ctx: Context, dist: Run) -> Check:
+    """Two simulated hosts: no rank reads a file that only a rank of another host wrote (on
+    hosts without a shared filesystem it is not there, or is a stale copy)."""
+    if ctx.hosts < 2:
+        return Check("own disks", SKIP, "one host (--hosts 2 rehearses two hosts without a shared filesystem)")
+    written: dict[str, list] = {}        # path on a disk -> [(host, rank, line, time)]
+    for r in dist.reports:
+        for _, p, ln, t in _writes(dist, r, timed=True):
+            host, key = ctx.on_disk(p)
+            written.setdefault(key, []).append((ctx.host_of(r) if host is None else host, r, ln, t))
+    for r in sorted(set(dist.reports) | set(dist.strace_reads)):
+        host = ctx.host_of(r)
+        reads = [(p, ln, t) for p, ln, t in (dist.reports.get(r) or {}).get("reads", [])]
+        reads += [(p, None, t) for p, t, _ in dist.strace_reads.get(r, [])]
+        for p, ln, t in sorted(reads, key=lambda x: (x[2] is None, x[2] or 0)):
+            _, key = ctx.on_disk(p)
+            mine = [w for w in written.get(key, ()) if w[0] == host and (w[3] is None or t is None or w[3] <= t)]
+            theirs = [w for w in written.get(key, ()) if w[0] != host and (w[3] is None or t is None or w[3] <= t + 1)]
+            if theirs and not mine:    # (C code's read: no line; a rank that died of it has one)
+                ln = ln or (dist.reports.get(r) or {}).get("error_line")
+                return _foreign_read(ctx, r, host, key, ln, theirs[0], named=ln is None)
+    for r in range(dist.np):      # a read of a missing file that neither the hook nor strace saw (C code)
+        host, error = ctx.host_of(r), _first_error(dist, r)
+        if "NotFound" not in error and "No such file" not in error:
+            continue
+        for key, ws in written.items():
+            theirs = [w for w in ws if w[0] != host]
+            if theirs and not any(w[0] == host for w in ws) and os.path.basename(key.rstrip(os.sep)) in error:
+                line = (dist.reports.get(r) or {}).get("error_line")
+                return _foreign_read(ctx, r, host, key, line, theirs[0])
+    if len(_finished(dist)) < dist.np:
+        return Check("own disks", SKIP, "a rank did not finish")
+    return Check("own disks", PASS, f"{ctx.hosts} hosts, each with its own working directory, HOME, caches and TMPDIR: "
+                 "no rank read a file another host wrote")
+
+
+def _foreign_read(ctx: Context, rank: int, host: int, key: str, line, write, named: bool = False) -> Check:
+    """The failure; `named`: the read's line is unknown (C code read it), so the last line of the
+    user's file that names the file is given."""
+    w_host, w_rank, w_line, _ = write
+    shown = key[4:] if key.startswith("cwd" + os.sep) else _short(key, ctx)
+    where = f" at line {ctx.line(w_line)}" if ctx.line(w_line) else ""
+    user_line = ctx.line(line)
+    if user_line is None and named:
+        base = os.path.basename(key.rstrip(os.sep))
+        user_line = next((i for i, text in reversed(list(enumerate(ctx.user_text.splitlines(), 1))) if base in text),
+                         None)
+    return Check("own disks", FAIL, f"host {host} (rank {rank}) read {shown}, which only host {w_host} wrote "
+                 f"(rank {w_rank}{where}): without a shared filesystem it is not there, or is an old copy; read it "
+                 "on rank 0 and broadcast the value, or copy it to each host", rank=rank, path=ctx.user_path,
+                 line=user_line or ctx.line(w_line))
 
 
 def check_prints(ctx: Context, dist: Run) -> Check:
@@ -372,7 +472,8 @@ def _noise(text: str) -> bool:
 
 def evaluate(ctx: Context, conversion: Check, single: Run | None, dist: Run, timeout: float) -> list[Check]:
     return [conversion, check_finish(ctx, single, dist, timeout), check_weights(ctx, dist),
-            check_steps(ctx, single, dist), *check_writes(ctx, dist), check_prints(ctx, dist)]
+            check_steps(ctx, single, dist), *check_writes(ctx, dist), check_prints(ctx, dist),
+            check_own_disks(ctx, dist)]
 
 
 # -- output -------------------------------------------------------------------------------------------

@@ -10,8 +10,11 @@ What the report holds, for the checks in `verify_checks`:
   patched before the script runs: Horovod's DistributedOptimizer calls through them) and
   the global named by ``--model-var``;
 * ``steps``: optimizer steps (the optimizers' ``iterations``, else eager calls counted);
-* ``writes``: ``[event, path, line]`` from a ``sys.addaudithook`` (open for writing,
+* ``writes``: ``[event, path, line, time]`` from a ``sys.addaudithook`` (open for writing,
   rename/replace, mkdir, remove, rmtree), ``line`` the script's frame that caused it;
+* ``reads`` (two-host rehearsal, ``$HOROVODIZE_TRACK_READS``): ``[path, line, time]`` of the
+  files Python opened for reading outside the interpreter's own trees (attempts included: a
+  missing file is recorded before the open fails); ``host``: ``$HOROVOD_CROSS_RANK``;
 * ``prints``: on ranks > 0, ``[line, text]`` of what reached ``sys.stdout``.
 
 Nothing in this module runs in the horovodize process: the string is written next to the
@@ -19,14 +22,19 @@ script and run by the Horovod interpreter. Requires: nothing.
 """
 
 WRAPPER = r'''
-import builtins, hashlib, json, os, sys, traceback, types
+import builtins, hashlib, json, os, sys, time, traceback, types
 
 SCRIPT, REPORT_DIR, MODEL_VAR, TAG = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 sys.argv = [SCRIPT] + sys.argv[5:]
 RANK = int(os.environ.get("HOROVOD_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
 REPORT = os.path.join(REPORT_DIR, "%s-rank-%d.json" % (TAG, RANK))
 report = {"rank": RANK, "pid": os.getpid(), "exit": 0, "error": None, "weights": {}, "steps": None,
-          "step_calls": 0, "writes": [], "prints": [], "notes": []}
+          "step_calls": 0, "writes": [], "reads": [], "prints": [], "notes": [],
+          "host": int(os.environ.get("HOROVOD_CROSS_RANK", "0"))}
+_READS = bool(os.environ.get("HOROVODIZE_TRACK_READS"))
+# The interpreter's own trees: its stdlib and packages are read by imports, never written by ranks.
+_SYSTEM = tuple(sorted({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+                       | {"/usr/", "/lib/", "/etc/", "/sys/", "/proc/", "/dev/", "/run/"}))
 _ACTIVE = [False]
 _IN_HOOK = [False]
 _TMPFILE = getattr(os, "O_TMPFILE", 0)
@@ -52,7 +60,20 @@ def _record(event, path):
     if path.startswith(("/dev/", "/proc/", REPORT_DIR)) or "__pycache__" in path or os.path.isdir(path):
         return  # (a directory: tempfile.TemporaryFile's unnamed O_TMPFILE file, opened "w+" in it)
     if len(report["writes"]) < 5000:
-        report["writes"].append([event, path, _user_line()])
+        report["writes"].append([event, path, _user_line(), time.time()])
+
+
+def _record_read(path):
+    if isinstance(path, int):
+        return
+    try:
+        path = os.path.abspath(os.fsdecode(path))
+    except Exception:
+        return
+    if path.startswith(_SYSTEM + (REPORT_DIR,)) or "__pycache__" in path or path.endswith((".py", ".so", ".pyc")):
+        return
+    if len(report["reads"]) < 5000:
+        report["reads"].append([path, _user_line(), time.time()])
 
 
 def _hook(event, args):
@@ -68,6 +89,8 @@ def _hook(event, args):
                 return  # an unnamed temp file (tempfile.TemporaryFile): no path is written
             if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (mode is None and flags & _WRITE_FLAGS):
                 _record("open", path)
+            elif _READS:
+                _record_read(path)
         elif event in ("os.rename", "os.replace"):
             _record(event, args[1])
         else:

@@ -4,8 +4,8 @@ table (``{"text", "checks", "ok"}``) and each failed check that points to a line
 becomes a diagnostic of source ``horovodize-rehearsal``, kept with the file's own
 diagnostics until the next rehearsal or the file is closed.
 
-Arguments: ``[uri]`` or ``[{"uri", "np"?, "sets"?, "asIs"?, "coldCache"?, "timeout"?,
-"args"?}]``. The Horovod interpreter is ``initializationOptions.python`` (else
+Arguments: ``[uri]`` or ``[{"uri", "np"?, "hosts"?, "sets"?, "asIs"?, "coldCache"?, "timeout"?,
+"args"?}]`` (``hosts`` 2: two simulated hosts without a shared filesystem, `verify --hosts`). The Horovod interpreter is ``initializationOptions.python`` (else
 ``$HOROVODIZE_HVD_PYTHON``). The rehearsal itself lives in `app.verify`.
 
 Requires: app.verify, app.verify_checks, lsp.server, lsp.handlers.
@@ -37,14 +37,15 @@ def parse_args(args) -> dict:
     first = args[0] if len(args) == 1 else None
     uri = _uri_arg(args)
     if uri is None:
-        raise JsonRpcInvalidParams(f"{REHEARSE} expects [uri] or [{{\"uri\": uri, \"np\"?: int, \"sets\"?: "
+        raise JsonRpcInvalidParams(f"{REHEARSE} expects [uri] or [{{\"uri\": uri, \"np\"?: int, \"hosts\"?: int, \"sets\"?: "
                                    "[\"NAME=VALUE\"], \"asIs\"?: bool, \"coldCache\"?: bool, \"timeout\"?: seconds}]")
     opts = first if isinstance(first, dict) else {}
-    out = {"uri": uri, "np": opts.get("np", 2), "sets": opts.get("sets", []), "as_is": opts.get("asIs", False),
+    out = {"uri": uri, "np": opts.get("np", 2), "hosts": opts.get("hosts", 1), "sets": opts.get("sets", []), "as_is": opts.get("asIs", False),
            "cold_cache": opts.get("coldCache", False), "timeout": opts.get("timeout", verify.DEFAULT_TIMEOUT),
            "script_args": opts.get("args", [])}
-    if not isinstance(out["np"], int) or isinstance(out["np"], bool) or out["np"] < 1:
-        raise JsonRpcInvalidParams(f"{REHEARSE}: `np` must be a positive integer")
+    for key in ("np", "hosts"):
+        if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
+            raise JsonRpcInvalidParams(f"{REHEARSE}: `{key}` must be a positive integer")
     for key in ("sets", "script_args"):
         if not isinstance(out[key], list) or not all(isinstance(s, str) for s in out[key]):
             raise JsonRpcInvalidParams(f"{REHEARSE}: `{'args' if key == 'script_args' else key}` must be a list of strings")
