@@ -110,14 +110,17 @@ def _expand_sites(env: Env, problems: list[Problem]) -> None:
     wanted = [p for p in problems if any(not hasattr(s, "type") and hasattr(s, "role") for s in p.sites)]
     if not wanted:
         return
+    # (each problem's roles and blocked bindings once: the call nodes appended below are not bindings)
+    bound = [(p, {s.role for s in p.sites if hasattr(s, "role")}, {id(s) for s in p.sites if hasattr(s, "role")})
+             for p in wanted]
     for call in env.calls_with_method(*USE_METHODS):
         receiver = call.receiver_dotted()
         if receiver is None:
             continue
-        for p in wanted:
-            for role in {s.role for s in p.sites if hasattr(s, "role")}:
+        for p, roles, ids in bound:
+            for role in roles:
                 b = env.lookup(receiver, call.node, role)
-                if b is not None and any(b is s for s in p.sites):
+                if b is not None and id(b) in ids:
                     p.sites.append(call.node)
                     break
 

@@ -182,12 +182,11 @@ def _unpacked_return(ctx: RuleContext, name: str, at, depth: int) -> Pipeline | 
     env = ctx.env
     scope = N.func_scope_of(at) or ctx.source.module
     found = None
-    for stmt in _nested_assignments(scope):
-        if stmt.start_pos >= at.start_pos or len(stmt.children) != 3:
-            continue
+    for stmt, call in _unpacking_calls(ctx, scope):
+        if stmt.start_pos >= at.start_pos:
+            break
         path = _target_path([stmt.children[0]], name)
-        call = N.as_call(N.unparen(stmt.children[2]))
-        if not path or call is None or call.index != 1 or call.node.children[0].type != "name":
+        if not path:
             continue
         fn = env.function_named(call.node.children[0].value, stmt)
         if fn is not None:
@@ -206,6 +205,22 @@ def _unpacked_return(ctx: RuleContext, name: str, at, depth: int) -> Pipeline | 
             if inner is not None:
                 return inner
     return None
+
+
+def _unpacking_calls(ctx: RuleContext, scope) -> list:
+    """(statement, call) of `scope`'s ``a, b = f(...)`` assignments (a plain function's call
+    unpacked into a tuple of targets), in source order; computed once per scope and context
+    (each dataset name asks: a scan per name made a module of many programs quadratic)."""
+    cache = ctx.__dict__.setdefault("_unpacking_calls", {})
+    found = cache.get(id(scope))
+    if found is None:
+        found = cache[id(scope)] = sorted(
+            ((stmt, call) for stmt in _nested_assignments(scope)
+             if len(stmt.children) == 3 and stmt.children[0].type != "name"
+             for call in (N.as_call(N.unparen(stmt.children[2])),)
+             if call is not None and call.index == 1 and call.node.children[0].type == "name"),
+            key=lambda sc: sc[0].start_pos)
+    return found
 
 
 def _nested_assignments(scope):

@@ -202,8 +202,8 @@ def _local_assignment(ctx: RuleContext, small, loop) -> bool:
         return False
     scope = N.enclosing(loop, {"funcdef", "classdef"}) or ctx.source.module
     end = loop.end_pos
-    return not any(leaf.type == "name" and leaf.value in names and leaf.start_pos > end and not _bound_here(leaf)
-                   for leaf in N.walk(scope))
+    return not any(leaf.start_pos > end and (scope is ctx.source.module or N.inside(leaf, scope))
+                   and not _bound_here(leaf) for name in names for leaf in ctx.env.index.names.get(name, ()))
 
 
 def _bound_here(leaf) -> bool:
