@@ -50,27 +50,28 @@ def _user_line():
     return None
 
 
-def _record(event, path):
+def _absolute(path):
+    """The absolute path of an audit event's path argument (None: a file descriptor, undecodable)."""
     if isinstance(path, int):
-        return
+        return None
     try:
-        path = os.path.abspath(os.fsdecode(path))
+        return os.path.abspath(os.fsdecode(path))
     except Exception:
-        return
-    if path.startswith(("/dev/", "/proc/", REPORT_DIR)) or "__pycache__" in path or os.path.isdir(path):
+        return None
+
+
+def _record(event, path):
+    path = _absolute(path)
+    if path is None or path.startswith(("/dev/", "/proc/", REPORT_DIR)) or "__pycache__" in path or os.path.isdir(path):
         return  # (a directory: tempfile.TemporaryFile's unnamed O_TMPFILE file, opened "w+" in it)
     if len(report["writes"]) < 5000:
         report["writes"].append([event, path, _user_line(), time.time()])
 
 
 def _record_read(path):
-    if isinstance(path, int):
-        return
-    try:
-        path = os.path.abspath(os.fsdecode(path))
-    except Exception:
-        return
-    if path.startswith(_SYSTEM + (REPORT_DIR,)) or "__pycache__" in path or path.endswith((".py", ".so", ".pyc")):
+    path = _absolute(path)
+    if path is None or path.startswith(_SYSTEM + (REPORT_DIR,)) or "__pycache__" in path or \
+            path.endswith((".py", ".so", ".pyc")):
         return
     if len(report["reads"]) < 5000:
         report["reads"].append([path, _user_line(), time.time()])
