@@ -468,3 +468,17 @@ def test_the_own_rules_mask_what_ipythons_transformer_does(cell, monkeypatch):
     monkeypatch.setattr(notebook, "_TRANSFORMER", [None])
     assert notebook.mask(cell) == with_ipython
     compile(with_ipython[0], "cell", "exec")
+
+
+# -- idempotence (issue 39): converting a converted notebook changes nothing ---------------------------
+@pytest.mark.parametrize("path", sorted(p for p in Path(__file__).resolve().parent.rglob("*.ipynb")
+                                        if not p.name.endswith(".expected.ipynb")), ids=lambda p: p.name)
+def test_converting_a_converted_notebook_changes_nothing(path, tmp_path):
+    """Every notebook of the suite: the first conversion's output is a fixed point."""
+    once = run("convert", str(path))
+    assert once.returncode == 0, once.stderr.decode()
+    converted = tmp_path / path.name
+    converted.write_bytes(once.stdout)
+    twice = run("convert", str(converted))
+    assert twice.returncode == 0, twice.stderr.decode()
+    assert twice.stdout == once.stdout

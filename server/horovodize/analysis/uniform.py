@@ -1,6 +1,8 @@
 """Conditions that are the same on every rank: a test that reads only literals, module
-constants, command-line values (``args = parser.parse_args()``, absl ``FLAGS``),
-``__name__``, ``os.environ`` / ``sys.argv`` and pure builtins over them. Every rank runs the
+constants, command-line values (``args = parser.parse_args()``, absl ``FLAGS``, Hugging
+Face's ``HfArgumentParser(...).parse_args_into_dataclasses()``, the parameters of a click,
+typer, Fire or Hydra entry function), ``__name__``, ``os.environ`` / ``sys.argv`` and pure
+builtins over them. Every rank runs the
 same command with the same environment, so such a test takes the same branch everywhere,
 and training under it (T5) or an optimizer chosen by it (R7) converts branch by branch.
 A test that calls anything else (``hvd.rank()``, ``np.random.rand()``, a metric, a file
@@ -26,8 +28,17 @@ if TYPE_CHECKING:                 # (annotations only)
 # Calls whose result is the same on every rank when their arguments are.
 PURE_CALLS = frozenset({"len", "bool", "int", "float", "str", "isinstance", "os.getenv", "os.environ.get",
                         "os.environ.__contains__"})
-# Methods that read the command line: the same argv on every rank.
-ARGV_METHODS = frozenset({"parse_args", "parse_known_args"})
+# Methods that read the command line (argparse, HfArgumentParser): the same argv on every rank.
+ARGV_METHODS = frozenset({"parse_args", "parse_known_args", "parse_args_into_dataclasses", "parse_dict",
+                          "parse_json_file", "parse_yaml_file"})
+# Statements that bind a name other than by a plain assignment.
+REBINDERS = frozenset({"for_stmt", "sync_comp_for", "comp_for", "with_item", "namedexpr_test", "global_stmt",
+                       "nonlocal_stmt", "import_as_name", "dotted_as_name", "import_name", "import_from"})
+# Decorators that make a function a command-line entry whose parameters are the parsed command
+# line (or a config the command line selects): click's, typer's ``app.command()``, Hydra's.
+CLI_DECORATORS = ("click.command", "click.group", "click.option", "click.argument", "hydra.main")
+# Calls that run a function as the command line's entry: its parameters are the parsed argv.
+CLI_RUNNERS = frozenset({"fire.Fire", "typer.run", "click.command"})
 OPERATORS = frozenset({"comparison", "not_test", "and_test", "or_test", "arith_expr", "term", "factor",
                        "expr", "xor_expr", "and_expr", "shift_expr", "testlist_comp", "exprlist", "testlist",
                        "subscript", "subscriptlist", "sliceop"})
@@ -83,6 +94,26 @@ def _imported(env: Env) -> set:
             except (AttributeError, IndexError):
                 continue
     return found
+
+
+def _import_names(env: Env) -> dict:
+    """Local name -> the module or member it imports, every import of the module (the env's
+    aliases keep only TensorFlow's family); memoised on the env."""
+    found = env.__dict__.get("_uniform_import_names")
+    if found is None:
+        found = env.__dict__["_uniform_import_names"] = {}
+        for node in env.imports:
+            try:
+                found.update(import_bindings(node))
+            except (AttributeError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _qualified(env: Env, dotted: str) -> str:
+    root, dot, rest = dotted.partition(".")
+    full = _import_names(env).get(root)
+    return (full + dot + rest) if full else dotted
 
 
 def _in_handler(try_stmt, node) -> bool:
@@ -149,6 +180,10 @@ def _name(env: Env, leaf, depth: int) -> bool:
         return True
     fn = N.func_scope_of(leaf)
     module = env.source.module
+    if fn is not module and name in env.param_names(fn) and not env.bindings_of(name, fn) and _cli_entry(env, fn):
+        return True           # a parameter of the command line's entry function (click, typer, Fire, Hydra)
+    if fn is not module and name not in env.param_names(fn) and _parsed_local(env, name, fn, depth):
+        return True           # ``training_args, = parser.parse_args_into_dataclasses()`` in ``main()``
     if fn is not module and (name in env.param_names(fn) or env.bindings_of(name, fn)):
         return False          # a parameter or a local: set per call, not known here
     if name in env.aliases or name in _imported(env):
@@ -162,3 +197,70 @@ def _name(env: Env, leaf, depth: int) -> bool:
         if not same_on_every_rank(env, b.value, depth + 1):
             return False
     return True
+
+
+def _parsed_local(env: Env, name: str, fn, depth: int) -> bool:
+    """A local of `fn` assigned only by plain assignments (outside loops) from the command line
+    (``args = parser.parse_args()``, ``training_args, = parser.parse_args_into_dataclasses()``)."""
+    stmts = []
+    for leaf in env.index.names.get(name, ()):
+        if N.func_scope_of(leaf) is not fn:
+            continue
+        if leaf.parent is not None and leaf.parent.type in REBINDERS:
+            return False      # bound by a loop, a with, a walrus, an import or a global too
+        stmt = leaf.parent
+        while stmt is not None and stmt.type in ("testlist_star_expr", "exprlist", "atom", "testlist_comp"):
+            stmt = stmt.parent
+        if stmt is None or stmt.type != "expr_stmt" or not N.inside(leaf, stmt.children[0]):
+            continue          # a read, not an assignment
+        stmts.append(stmt)
+    return bool(stmts) and all(
+        len(s.children) == 3 and N.enclosing(s, {"for_stmt", "while_stmt"}) is None
+        and s.children[2].type in ("atom_expr", "power")
+        and any(N.is_call_trailer(tr) and N.Call(s.children[2], i).method in ARGV_METHODS
+                for i, tr in enumerate(s.children[2].children) if i)
+        for s in stmts)
+
+
+def _cli_entry(env: Env, fn) -> bool:
+    """Is `fn` a command-line entry: decorated by click, Hydra or a typer app's ``command()``,
+    or handed to ``fire.Fire`` / ``typer.run``? (Every rank runs it with the same argv.)"""
+    if fn.type != "funcdef":
+        return False
+    parent = fn.parent
+    decorators = []
+    if parent is not None and parent.type == "decorated":
+        first = parent.children[0]
+        decorators = list(first.children) if first.type == "decorators" else [first]
+    for d in decorators:
+        expr = d.children[1] if len(d.children) > 1 else None
+        if expr is None:
+            continue
+        if expr.type in ("atom_expr", "power") and N.is_call_trailer(expr.children[-1]):
+            dotted = N.dotted_parts(expr.children[:-1])     # ``@click.option("--epochs")``
+        else:
+            dotted = N.dotted(expr)                          # ``@click.command``
+        if dotted is None:
+            continue
+        if _qualified(env, dotted).startswith(CLI_DECORATORS) or _typer_command(env, dotted):
+            return True
+    name = fn.children[1].value
+    for runner in ("Fire", "run"):
+        for call in env.calls_with_method(runner):
+            q = _qualified(env, call.callee_dotted() or "")
+            if q in CLI_RUNNERS and any(a.value.type == "name" and a.value.value == name for a in call.args):
+                return True
+    return False
+
+
+def _typer_command(env: Env, dotted: str) -> bool:
+    """``app.command`` where ``app = typer.Typer(...)`` at module level."""
+    root, _, method = dotted.rpartition(".")
+    if method not in ("command", "callback") or not root or "." in root:
+        return False
+    for b in env.bindings_of(root, env.source.module):
+        value = getattr(b, "value", None)
+        if value is not None and value.type in ("atom_expr", "power") and \
+                _qualified(env, N.dotted_parts(value.children[:-1]) or "") == "typer.Typer":
+            return True
+    return False
