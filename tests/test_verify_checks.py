@@ -210,8 +210,9 @@ H0, H1 = "/v/hosts/host-0", "/v/hosts/host-1"
 
 
 def hosts_ctx(**kw):
+    kw.setdefault("cache_dirs", (f"{H0}/home/.keras", f"{H1}/home/.keras"))
     return ctx(hosts=2, host_roots=(H0, H1), cold_cache=True, temp_dirs=("/tmp", "/v/hosts/host-0/tmp", "/v/hosts/host-1/tmp"),
-               cache_dirs=(f"{H0}/home/.keras", f"{H1}/home/.keras"), **kw)
+               **kw)
 
 
 def test_two_hosts_read_of_what_only_host_0_wrote_fails_own_disks():
@@ -302,3 +303,22 @@ def test_rehearsal_diagnostics_on_failed_lines():
               C.Check("work divided", C.FAIL, "rank 0 ...", 0)]
     diags = rehearse.diagnostics(checks, "/w/t.py")
     assert len(diags) == 1 and diags[0].range.start.line == 4 and diags[0].source == "horovodize-rehearsal"
+
+
+def test_two_hosts_a_cache_each_host_fills_itself_is_not_a_foreign_read():
+    """matplotlib reads its font list, finds none in the empty HOME and writes it: each host its
+    own, whichever host wrote first (the sweep's false "own disks" failure)."""
+    font = "home/.cache/matplotlib/fontlist-v330.json"
+    r0 = {"reads": [[f"{H0}/{font}", 5, 12.0]], "writes": [["open", f"{H0}/{font}", 5, 13.0]]}
+    r1 = {"reads": [[f"{H1}/{font}", 5, 10.0]], "writes": [["open", f"{H1}/{font}", 5, 11.0],
+                                                           ["os.mkdir", f"{H1}/home/.config", 5, 9.0]]}
+    c = hosts_ctx(cache_dirs=(f"{H0}/home/.cache", f"{H1}/home/.cache", f"{H0}/home/.config", f"{H1}/home/.config",
+                              f"{H0}/home/.keras", f"{H1}/home/.keras"))
+    checks = evaluate(c, *runs(r0=r0, r1=r1))
+    assert checks["own disks"].status == "PASS", checks["own disks"]
+    assert checks["writes"].status == "PASS", checks["writes"]
+    # a Keras cache file only host 0 fetched (global rank 0 alone) is foreign to host 1: named from ~
+    r1 = {"reads": [[f"{H1}/home/.keras/datasets/d.npz", 9, 20.0]]}
+    r0 = {"writes": [["open", f"{H0}/home/.keras/datasets/d.npz", 8, 15.0]]}
+    got = evaluate(c, *runs(r0=r0, r1=r1))["own disks"]
+    assert got.status == "FAIL" and "read ~/.keras/datasets/d.npz, which only host 0 wrote" in got.reason, got

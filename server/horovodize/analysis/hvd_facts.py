@@ -596,8 +596,9 @@ class HvdFacts:
             out.complete = False     # a parameter, or not built in this file
             return
         scope = N.func_scope_of(assigns[0][0])
+        since = _last_rebinding(assigns, at)
         for stmt, v, op in assigns:
-            if stmt.start_pos > at.start_pos and not _in_loop(at):
+            if stmt.start_pos > at.start_pos and not _in_loop(at) or since and stmt.start_pos < since:
                 continue
             g = guarded or self.under_rank_guard(stmt)
             self._collect_callbacks(v, stmt, out, g, depth + 1)
@@ -605,7 +606,7 @@ class HvdFacts:
             for call in self.env.index.by_method.get(method, ()):
                 if call.method != method or call.receiver_dotted() != name or N.func_scope_of(call.node) is not scope:
                     continue
-                if call.node.start_pos > at.start_pos and not _in_loop(at):
+                if call.node.start_pos > at.start_pos and not _in_loop(at) or since and call.node.start_pos < since:
                     continue
                 stmt = N.statement_of(call.node)
                 g = guarded or self.under_rank_guard(call.node)
@@ -624,6 +625,25 @@ class HvdFacts:
         call = N.as_call(node)
         rank_specific = bool(call and any(self.rank_dependent(a.value) for a in call.args))
         out.entries.append(CallbackEntry(node, self.callback_kind(node, node), guarded, stmt, rank_specific))
+
+
+def _last_rebinding(assigns: list, at):
+    """Where the list a ``fit(callbacks=name)`` at `at` reads was last bound anew: the start of the
+    last plain ``name = ...`` before it in `at`'s own block (one experiment's list rebound for the
+    next: ``callbacks = [...]`` before each fit), so earlier lists and their appends are not it;
+    None when every binding may reach it (a loop, or a rebinding under a condition)."""
+    if _in_loop(at):
+        return None
+    block = N.simple_stmt_of(N.statement_of(at) or at)
+    block = block.parent if block is not None else None
+    last = None
+    for stmt, _v, op in assigns:
+        if op or stmt.start_pos > at.start_pos:
+            continue
+        holder = N.simple_stmt_of(stmt)
+        if holder is not None and holder.parent is block:
+            last = stmt.start_pos
+    return last
 
 
 class _AnyApi(frozenset):

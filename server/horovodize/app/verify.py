@@ -362,7 +362,7 @@ HOST_NAMES = ("localhost", "127.0.0.1")
 # Run in a rank: its host's copy of the working directory, HOME, caches and TMPDIR ($0: their root).
 HOST_SHELL = ('R="$0/host-${HOROVOD_CROSS_RANK:-0}"; cd "$R/cwd" || exit 97; export HOME="$R/home" '
               'TMPDIR="$R/tmp" KERAS_HOME="$R/home/.keras" TFDS_DATA_DIR="$R/home/tensorflow_datasets" '
-              'XDG_CACHE_HOME="$R/home/.cache"; exec "$@"')
+              'XDG_CACHE_HOME="$R/home/.cache" XDG_CONFIG_HOME="$R/home/.config"; exec "$@"')
 SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/etc/", "/sys/", "/proc/", "/dev/", "/run/", "/bin/", "/sbin/",
                os.path.realpath(sys.base_prefix) + os.sep)
 # Not copied to each host: version control, environments, caches.
@@ -425,8 +425,12 @@ class Rehearsal:
 
 
 def cache_env(home: Path) -> dict:
+    """A HOME's caches and tools' config (matplotlib makes ~/.config/matplotlib in an empty HOME)."""
     return {"HOME": str(home), "KERAS_HOME": str(home / ".keras"), "TFDS_DATA_DIR": str(home / "tensorflow_datasets"),
-            "XDG_CACHE_HOME": str(home / ".cache")}
+            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config")}
+
+
+CACHE_KEYS = ("KERAS_HOME", "TFDS_DATA_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
 
 
 def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), model_var: str | None = None,
@@ -529,9 +533,7 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     caches = [cache_env(h / "home") for h in roots] or [cache_env(homes["dist"] or home)]
-    cache_dirs = tuple({c[k] for c in caches for k in ("KERAS_HOME", "TFDS_DATA_DIR", "XDG_CACHE_HOME")}
-                       | {os.environ.get("KERAS_HOME", ""), os.environ.get("TFDS_DATA_DIR", ""),
-                          os.environ.get("XDG_CACHE_HOME", "")} - {""})
+    cache_dirs = tuple({c[k] for c in caches for k in CACHE_KEYS} | {os.environ.get(k, "") for k in CACHE_KEYS} - {""})
     temp_dirs = tuple({tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"} | {str(h / "tmp") for h in roots})
     ctx = C.Context(user_path=str(path), user_text=user_text, run_text=converted, single_text=text, np=np,
                     as_is=as_is, cold_cache=cold_cache, cache_dirs=cache_dirs,

@@ -409,7 +409,9 @@ def check_own_disks(ctx: Context, dist: Run) -> Check:
         reads += [(p, None, t) for p, t, _ in dist.strace_reads.get(r, [])]
         for p, ln, t in sorted(reads, key=lambda x: (x[2] is None, x[2] or 0)):
             _, key = ctx.on_disk(p)
-            mine = [w for w in written.get(key, ()) if w[0] == host and (w[3] is None or t is None or w[3] <= t)]
+            # (a host that writes the file itself, before or after (a cache it found empty and
+            # filled: matplotlib's font list), does not depend on another host's copy)
+            mine = [w for w in written.get(key, ()) if w[0] == host]
             theirs = [w for w in written.get(key, ()) if w[0] != host and (w[3] is None or t is None or w[3] <= t + 1)]
             if theirs and not mine:    # (C code's read: no line; a rank that died of it has one)
                 ln = ln or (dist.reports.get(r) or {}).get("error_line")
@@ -433,7 +435,8 @@ def _foreign_read(ctx: Context, rank: int, host: int, key: str, line, write, nam
     """The failure; `named`: the read's line is unknown (C code read it), so the last line of the
     user's file that names the file is given."""
     w_host, w_rank, w_line, _ = write
-    shown = key[4:] if key.startswith("cwd" + os.sep) else _short(key, ctx)
+    shown = key[4:] if key.startswith("cwd" + os.sep) else "~" + key[4:] if key.startswith("home" + os.sep) \
+        else _short(key, ctx)
     where = f" at line {ctx.line(w_line)}" if ctx.line(w_line) else ""
     user_line = ctx.line(line)
     if user_line is None and named:
