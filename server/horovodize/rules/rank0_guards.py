@@ -76,6 +76,8 @@ WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
 SHARED_FS = "done, but needs a shared filesystem: "
 SHARED_FS_HOW = ("after each barrier every rank reads these files where rank 0 wrote them; on hosts without a "
                  "shared filesystem, read them on rank 0 only and broadcast the value, or copy the files to each host")
+# HVD033's quick fix when the value read is used on rank 0 only (`_used_on_rank0_only`).
+READ_ON_RANK0 = "Read rank 0's file on rank 0 only, where its value is used"
 # Calls that read a file rank 0 may just have written (HVD033).
 READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
                   "tensorflow.saved_model.load", "tensorflow.train.latest_checkpoint",
@@ -367,6 +369,16 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             continue      # an error-recovered tree (the buffer does not parse)
         if any(N.inside(call.node, s) for s in on_rank0):
             pass          # (the print around it runs on rank 0 only: not a read on every rank)
+        elif match and id(stmt) not in done and (name := _used_on_rank0_only(ctx, stmt, on_rank0)):
+            edit = ctx.guard_rank0(stmt)
+            if edit is not None:      # read where it is used: rank 0, no barrier, no shared filesystem
+                done.add(id(stmt))
+                yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
+                              "rank 0 only", Fix(READ_ON_RANK0, [edit]))
+                continue
+            text = _shown_path(ctx, call, paths, match)
+            shared.append((text, call.node.start_pos[0]))
+            listed.append((_norm(text), scope))
         elif not match:
             # a later read in a folder an earlier one listed (``load_weights(os.path.join(
             # checkpoint_dir, names[-1]))`` after ``os.listdir(checkpoint_dir)``): after that
@@ -404,6 +416,31 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         first = first or call
     if first is not None and shared:       # one note, at the first read that waits: every such read's path and line
         note(ctx, first, shared_fs_note(shared))
+
+
+def _used_on_rank0_only(ctx: RuleContext, stmt, on_rank0: list) -> str | None:
+    """The name of ``name = <read>`` when every later use of it runs on rank 0 only (in a
+    statement this conversion guards, a print, or under a rank-0 guard) and no function reads
+    it: then the read itself can run on rank 0, which wrote the file (contract point 13: no
+    barrier, no shared filesystem). None otherwise."""
+    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[0].type != "name" \
+            or stmt.children[1] != "=" or not N.alone_on_line(stmt):
+        return None
+    target = stmt.children[0]
+    scope = N.func_scope_of(stmt)
+    used = False
+    for ref in ctx.env.index.names.get(target.value, ()):
+        if ref is target:
+            continue
+        if N.func_scope_of(ref) is not scope:
+            return None   # a function or class that reads it may run later, on every rank
+        if ref.start_pos < stmt.start_pos:
+            continue
+        at = N.statement_of(ref)
+        if not (any(N.inside(ref, s) for s in on_rank0) or (at is not None and under_rank0_guard(at, ctx))):
+            return None
+        used = True
+    return target.value if used else None
 
 
 def shared_fs_note(shared: list) -> str:
