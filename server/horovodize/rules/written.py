@@ -279,12 +279,38 @@ def path_matches(read: str, write: str) -> bool:
         parts = re.split(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]", m.group(2)) if m else []
         if len(parts) > 1 and sum(map(len, parts)) >= 5:
             return re.fullmatch(".+".join(map(re.escape, parts)), read) is not None
+    if ("{" in write or "%" in write) and not any(c in read for c in "{*?["):
+        # a path built around a name template, read back filled in (``output_dir +
+        # "/weights.{epoch:02d}.hdf5"`` written by a ModelCheckpoint, ``output_dir +
+        # "/weights.02.hdf5"`` or ``os.path.join(output_dir, "weights.02.hdf5")`` loaded after)
+        pattern = _filled(write)
+        if pattern is not None and re.fullmatch(pattern, read) is not None:
+            return True
     if "{" in read and "{" in write:
         # one name template filled in two places (`'image_at_epoch_{:04d}.png'.format(epoch)`
         # written in the loop, `.format(epoch_no)` read after it)
         head = _head(read)
         return len(head) >= 5 and head == _head(quoted)
     return False
+
+
+_LITERAL = re.compile(r"""(["'])(.*?)(?<!\\)\1""")
+_FIELD = re.compile(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]")
+
+
+def _filled(write: str) -> str | None:
+    """A regex of the path expression `write` with each format field of its string literals
+    standing for any text; None when no literal holds a field or the fixed text is too short."""
+    out, at, fields, fixed = [], 0, 0, 0
+    for m in _LITERAL.finditer(write):
+        out.append(re.escape(write[at:m.start()]))
+        pieces = _FIELD.split(m.group(2))
+        fields += len(pieces) - 1
+        fixed += sum(map(len, pieces))
+        out.append(re.escape(m.group(1)) + ".+".join(map(re.escape, pieces)) + re.escape(m.group(1)))
+        at = m.end()
+    out.append(re.escape(write[at:]))
+    return "".join(out) if fields and fixed >= 5 else None
 
 
 def called_reads(ctx: RuleContext) -> list:
