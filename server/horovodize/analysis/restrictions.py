@@ -168,6 +168,9 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
     out = []
     end = env.top_block_end
     setup_names = {env.tf_alias(), env.hvd_name} - {None}
+    # (start, names bound) of the module-level imports, in order, computed once (each late
+    # import asks which names the imports above it bound)
+    module_level = [(n.start_pos, set(import_bindings(n))) for n in env.imports if N.enclosing(n, set(NESTING)) is None]
     for node in env.imports:
         binds = import_bindings(node)
         if not any(full.split(".")[0] in HORO for _, full in binds):
@@ -181,8 +184,10 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
         where = f"inside {NESTING[nested.type]}" if nested is not None else "below other code"
         needed = node is env.tf_import or (env.tf_import is None and node is env.keras_import) or \
             any(local in setup_names for local, _ in binds)
-        if needed and nested is None and set(binds) <= _bound_at_top(env, end):
-            needed = False      # the same names bound again, as the top already did: not a late import
+        if needed and nested is None and set(binds) <= {b for at, names in module_level if at < node.start_pos
+                                                        for b in names}:
+            needed = False      # the same names bound again, as an import above did (the top, or the
+                                # late import the set-up follows): not the import the set-up needs
         first = end.children[0] if end is not None and end.type == "simple_stmt" else end
         related = [(first, "the first statement that is not an import")] if late and end is not None else []
         if needed and nested is None and N.statement_of(node) is env.setup_after:
@@ -200,12 +205,6 @@ def _r1_imports(env: Env, summary: Summary) -> list[Problem]:
 def _in_library(env: Env, node) -> bool:
     at = env.source.offset(node.start_pos)
     return any(start <= at < end for start, end in env.library_spans)
-
-
-def _bound_at_top(env: Env, end) -> set:
-    """(local, full) names the module-level imports above the first code statement bind."""
-    return {b for node in env.imports if N.enclosing(node, set(NESTING)) is None
-            and (end is None or node.start_pos < end.start_pos) for b in import_bindings(node)}
 
 
 # -- R4 -----------------------------------------------------------------------------------
