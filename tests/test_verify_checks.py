@@ -322,3 +322,11 @@ def test_two_hosts_a_cache_each_host_fills_itself_is_not_a_foreign_read():
     r0 = {"writes": [["open", f"{H0}/home/.keras/datasets/d.npz", 8, 15.0]]}
     got = evaluate(c, *runs(r0=r0, r1=r1))["own disks"]
     assert got.status == "FAIL" and "read ~/.keras/datasets/d.npz, which only host 0 wrote" in got.reason, got
+
+
+def test_ranks_finish_names_the_rank_that_failed_first_not_the_one_a_collective_failed_with():
+    single, dist = runs(r0={"exit": 1, "error": "HorovodInternalError: ncclAllReduce failed: a peer closed the connection"},
+                        r1={"exit": 1, "error": "FileNotFoundError: [Errno 2] No such file: 'rh_back.h5'", "error_line": 7})
+    c = evaluate(ctx(), single, dist)["ranks finish"]
+    assert c.status == "FAIL" and c.rank == 1 and c.line == 5, c
+    assert c.reason.startswith("2 ranks: rank 1: exit 1: FileNotFoundError"), c.reason

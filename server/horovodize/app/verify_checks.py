@@ -216,6 +216,8 @@ def _first_error(run: Run, rank: int) -> str:
     return f"exit {rep['exit']}" + (f": {rep['error']}" if rep.get("error") else "")
 
 
+# Errors a rank gets because another rank died in a collective (Horovod, Gloo).
+FOLLOWER = re.compile(r"Horovod|[Gg]loo|Connection (?:closed|reset|refused)|peer|shut ?down|ranks? (?:\d+ )?(?:exited|failed)")
 ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b.*)$")
 
 
@@ -236,6 +238,8 @@ def check_finish(ctx: Context, single: Run | None, dist: Run, timeout: float) ->
             failed.append((run, None, f"{label}: {run.error}"))
             continue
         bad = [r for r in range(run.np) if run.reports.get(r, {}).get("exit") != 0]
+        # the cause first: a rank that failed on its own, before those a collective failed with it
+        bad.sort(key=lambda r: bool(FOLLOWER.search(_first_error(run, r))))
         if bad:
             why = "; ".join(f"rank {b}: {_first_error(run, b)}" for b in bad)
             if run.timed_out:
