@@ -48,8 +48,8 @@ def display_sites(ctx: RuleContext, statement, guard_block) -> tuple[list, list]
         return out, taken   # (no matplotlib or IPython import: nothing displays; keystroke cost)
     for fn, first, last, call in _display_functions(ctx, roots):
         taken.append(first.parent)
-        out.append((first, call, "HVD030", f"`{fn.name.value}` only shows, prints or saves output "
-                    f"(`{call.callee_dotted()}`), on every rank", guard_block(ctx, first, last), TITLE))
+        why = f"`{fn.name.value}` only shows, prints or saves output (`{call.callee_dotted()}`), on every rank"
+        out.append((first, call, "HVD030", why, guard_block(ctx, first, last), TITLE))
     for call, _owner in ctx.env.index.calls:
         if (call.callee_dotted() or "").partition(".")[0] not in roots:
             continue
