@@ -523,7 +523,12 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
     try:
         L.env = run_env("single")
         say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")
+        if roots:       # (its own copy too: what it writes must not reach the hosts' copies of a later rehearsal)
+            cwd_of_hosts, L.cwd = L.cwd, str(roots[0].parent / "single-cwd")
+            shutil.copytree(cwd_of_hosts, L.cwd, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
         single = launch(L, "single", single_script, 1, as_is, script_args, model_var)
+        if roots:
+            L.cwd = cwd_of_hosts
         L.env, L.token = run_env("dist"), uuid.uuid4().hex
         if hosts > 1:
             L.env["HOROVODIZE_TRACK_READS"] = "1"

@@ -428,15 +428,22 @@ def _used_on_rank0_only(ctx: RuleContext, stmt, on_rank0: list) -> str | None:
         return None
     target = stmt.children[0]
     scope = N.func_scope_of(stmt)
+    block = N.simple_stmt_of(stmt).parent
+    refs = ctx.env.index.names.get(target.value, ())
+    if any(N.func_scope_of(ref) is not scope for ref in refs):
+        return None       # a function or class that reads it may run later, on every rank
     used = False
-    for ref in ctx.env.index.names.get(target.value, ()):
-        if ref is target:
-            continue
-        if N.func_scope_of(ref) is not scope:
-            return None   # a function or class that reads it may run later, on every rank
-        if ref.start_pos < stmt.start_pos:
+    for ref in sorted(refs, key=lambda leaf: leaf.start_pos):
+        if ref is target or ref.start_pos < stmt.start_pos:
             continue
         at = N.statement_of(ref)
+        if at is not None and at.type == "expr_stmt" and at.children[0] is ref and len(at.children) == 3 \
+                and at.children[1] == "=" and N.simple_stmt_of(at) is not None and N.simple_stmt_of(at).parent is block:
+            # bound anew in the same block (the next experiment's ``model = ...``): what follows
+            # is another value, if the new one is not made from the read one
+            if any(leaf.type == "name" and leaf.value == target.value for leaf in N.walk(at.children[2])):
+                return None
+            break
         if not (any(N.inside(ref, s) for s in on_rank0) or (at is not None and under_rank0_guard(at, ctx))):
             return None
         used = True

@@ -22,10 +22,20 @@ from .base import RuleContext, report_note, under_rank0_guard
 
 
 def norm_path(text: str) -> str:
-    """A path's text for matching: a plain string literal without its quotes."""
+    """A path's text for matching: a plain string literal without its quotes; an expression
+    without the spaces and line breaks outside its string literals (``output_dir+\n  "/w.h5"``
+    is ``output_dir + "/w.h5"``)."""
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.count(text[0]) == 2:
         return text[1:-1]
-    return text
+    if not any(c in text for c in " \t\n\r\\"):
+        return text
+    pieces = _STRING_OR_CODE.findall(text)
+    return "".join(piece if piece[:1] in "'\"" or piece[1:2] in "'\"" else re.sub(r"\s+|\\\n", "", piece)
+                   for piece in pieces)
+
+
+# String literals (with a prefix) or runs of code between them.
+_STRING_OR_CODE = re.compile(r"""[rRbBuUfF]{0,2}(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')|[^'"]+|['"]""")
 
 
 _norm = norm_path
