@@ -330,3 +330,8 @@ def test_ranks_finish_names_the_rank_that_failed_first_not_the_one_a_collective_
     c = evaluate(ctx(), single, dist)["ranks finish"]
     assert c.status == "FAIL" and c.rank == 1 and c.line == 5, c
     assert c.reason.startswith("2 ranks: rank 1: exit 1: FileNotFoundError"), c.reason
+
+
+def test_host_of_a_rank_fills_the_hosts_in_order():
+    assert [C.host_of(r, 4, 2) for r in range(4)] == [0, 0, 1, 1]
+    assert C.host_of(0, 1, 2) == 0          # (an --as-is single run of one rank: no division by zero)

@@ -171,14 +171,7 @@ class Launch:
     strace: str | None
     cwd: str = "."
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
-    hosts: int = 1                  # simulated hosts of the distributed run (`--hosts`)
-    host_root: Path | None = None   # their folders: host-K/{cwd,home,tmp} (`host_dirs`)
-
-    def rank_cwd(self, rank: int, np: int, hvd: bool) -> str:
-        """Where a rank runs: its host's copy of the working directory in a two-host run."""
-        if hvd and self.hosts > 1 and self.host_root is not None:
-            return str(self.host_root / f"host-{rank // (np // self.hosts)}" / "cwd")
-        return self.cwd
+    host_root: Path | None = None   # the simulated hosts' folders: host-K/{cwd,home,tmp} (`host_dirs`)
 
 
 def split_ranks(output: str) -> tuple[dict, dict]:
@@ -277,14 +270,21 @@ def kill_all(proc: subprocess.Popen, token: str) -> list[int]:
     return alive
 
 
-def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args, model_var: str | None) -> C.Run:
-    """Run `script` through the wrapper: under horovodrun on `np` ranks when `hvd`, else alone."""
+def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args, model_var: str | None,
+           hosts: int = 1, cwd: str | None = None) -> C.Run:
+    """Run `script` through the wrapper: under horovodrun on `np` ranks when `hvd`, else alone;
+    on `hosts` simulated hosts (`L.host_root`), each rank in its host's copy of the working
+    directory; else from `cwd` (default `L.cwd`)."""
+    cwd = cwd or L.cwd
+
+    def rank_cwd(rank: int) -> str:
+        return str(L.host_root / f"host-{C.host_of(rank, np, hosts)}" / "cwd") if hosts > 1 else cwd
+
     report_dir = L.workdir / "reports"
     report_dir.mkdir(exist_ok=True)
     wrapper = L.workdir / "_horovodize_verify_wrapper.py"
     wrapper.write_text(WRAPPER, encoding="utf-8")
     rank_cmd = [L.python, str(wrapper), str(script), str(report_dir), model_var or "", label, *script_args]
-    hosts = L.hosts if hvd else 1
     if L.strace:
         trace = L.workdir / f"strace-{label}"
         script_ = (f'exec "$0" -f -qq {"-ttt " if hosts > 1 else ""}--seccomp-bpf -e trace=open,openat,creat,rename,'
@@ -297,7 +297,7 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
     run = C.Run(label=label, np=np, strace_used=bool(L.strace))
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, env=env, cwd=L.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True, stdin=subprocess.DEVNULL)
     except OSError as e:
         raise VerifyError(f"cannot start {cmd[0]}: {e}")
@@ -319,6 +319,7 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
     else:
         run.stderr = {0: output.splitlines()}
     import json
+    ours = _harness_paths(L)
     for rank in range(np):
         rep = report_dir / f"{label}-rank-{rank}.json"
         if rep.exists():
@@ -328,13 +329,12 @@ def launch(L: Launch, label: str, script: Path, np: int, hvd: bool, script_args,
                 pass
         st = L.workdir / f"strace-{label}-{rank}.txt"
         if st.exists():
-            log, cwd = st.read_text(errors="replace"), L.rank_cwd(rank, np, hvd)
-            ours = _harness_paths(L)
+            log, where = st.read_text(errors="replace"), rank_cwd(rank)
             run.strace[rank] = [(e, path, t) for e, p, t in parse_strace(log)
-                                for path in [os.path.normpath(os.path.join(cwd, p))] if not ours(path)]
+                                for path in [os.path.normpath(os.path.join(where, p))] if not ours(path)]
             if hosts > 1:
                 run.strace_reads[rank] = [(path, t, found) for p, t, found in parse_strace_reads(log)
-                                          for path in [os.path.normpath(os.path.join(cwd, p))]
+                                          for path in [os.path.normpath(os.path.join(where, p))]
                                           if not ours(path) and not path.startswith(SYSTEM_DIRS)]
     if not run.reports and proc.returncode not in (0, None) and not run.timed_out:
         tail = [ln for ln in output.splitlines() if not PREFIX.match(ln)]
@@ -514,26 +514,25 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         return out
 
     L = Launch(python=py, workdir=workdir, env=env, timeout=timeout, strace=shutil.which("strace"),
-               cwd=os.path.abspath(cwd or os.getcwd()), hosts=hosts)
-    roots = []
+               cwd=os.path.abspath(cwd or os.getcwd()))
+    roots, single_cwd = [], None
     if hosts > 1:
         say(f"copying {L.cwd} to {hosts} simulated hosts")
         L.host_root = workdir / "hosts"
         roots = host_dirs(L.host_root, hosts, L.cwd)
+        # the single run (one process, never spread over the hosts) in its own copy too: what it
+        # writes must not reach the hosts' copies of a later rehearsal
+        single_cwd = str(L.host_root / "single-cwd")
+        shutil.copytree(L.cwd, single_cwd, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
     try:
         L.env = run_env("single")
         say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")
-        if roots:       # (its own copy too: what it writes must not reach the hosts' copies of a later rehearsal)
-            cwd_of_hosts, L.cwd = L.cwd, str(roots[0].parent / "single-cwd")
-            shutil.copytree(cwd_of_hosts, L.cwd, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
-        single = launch(L, "single", single_script, 1, as_is, script_args, model_var)
-        if roots:
-            L.cwd = cwd_of_hosts
+        single = launch(L, "single", single_script, 1, as_is, script_args, model_var, cwd=single_cwd)
         L.env, L.token = run_env("dist"), uuid.uuid4().hex
         if hosts > 1:
             L.env["HOROVODIZE_TRACK_READS"] = "1"
         say(f"distributed run on {np} ranks" + (f" of {hosts} hosts" if hosts > 1 else ""))
-        dist = launch(L, "dist", dist_script, np, True, script_args, model_var)
+        dist = launch(L, "dist", dist_script, np, True, script_args, model_var, hosts=hosts)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)

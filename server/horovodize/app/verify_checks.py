@@ -83,8 +83,7 @@ class Context:
     _maps: dict = field(default_factory=dict)
 
     def host_of(self, rank: int) -> int:
-        """The host of a rank (horovodrun fills the hosts in order)."""
-        return rank // max(1, self.np // self.hosts)
+        return host_of(rank, self.np, self.hosts)
 
     def on_disk(self, path: str) -> tuple[int | None, str]:
         """(host, path on its disk): a path in a simulated host's folder, relative to it (each
@@ -109,6 +108,11 @@ class Context:
         if single not in self._maps:
             self._maps[single] = line_map(self.single_text if single else self.run_text, self.user_text)
         return self._maps[single].get(run_line)
+
+
+def host_of(rank: int, np: int, hosts: int) -> int:
+    """The simulated host of a rank: horovodrun fills the hosts in order, `np // hosts` each."""
+    return rank // max(1, np // hosts)
 
 
 def line_map(new: str, old: str) -> dict[int, int]:
