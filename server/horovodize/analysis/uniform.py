@@ -38,7 +38,7 @@ REBINDERS = frozenset({"for_stmt", "sync_comp_for", "comp_for", "with_item", "na
 # line (or a config the command line selects): click's, typer's ``app.command()``, Hydra's.
 CLI_DECORATORS = ("click.command", "click.group", "click.option", "click.argument", "hydra.main")
 # Calls that run a function as the command line's entry: its parameters are the parsed argv.
-CLI_RUNNERS = frozenset({"fire.Fire", "typer.run", "click.command"})
+CLI_RUNNERS = frozenset({"fire.Fire", "typer.run"})
 OPERATORS = frozenset({"comparison", "not_test", "and_test", "or_test", "arith_expr", "term", "factor",
                        "expr", "xor_expr", "and_expr", "shift_expr", "testlist_comp", "exprlist", "testlist",
                        "subscript", "subscriptlist", "sliceop"})
@@ -83,36 +83,23 @@ def default_argument_test(env: Env, test) -> bool:
     return False
 
 
-def _imported(env: Env) -> set:
-    """Local names bound by the module's imports (memoised on the env)."""
-    found = env.__dict__.get("_uniform_imported")
-    if found is None:
-        found = env.__dict__["_uniform_imported"] = set()
-        for node in env.imports:
-            try:
-                found.update(local for local, _ in import_bindings(node))
-            except (AttributeError, IndexError):
-                continue
-    return found
-
-
-def _import_names(env: Env) -> dict:
-    """Local name -> the module or member it imports, every import of the module (the env's
+def _imports(env: Env) -> dict:
+    """Local name -> the module or member it imports, for every import of the module (the env's
     aliases keep only TensorFlow's family); memoised on the env."""
-    found = env.__dict__.get("_uniform_import_names")
+    found = env.__dict__.get("_uniform_imports")
     if found is None:
-        found = env.__dict__["_uniform_import_names"] = {}
+        found = env.__dict__["_uniform_imports"] = {}
         for node in env.imports:
             try:
                 found.update(import_bindings(node))
-            except (AttributeError, IndexError, ValueError):
+            except (AttributeError, IndexError):
                 continue
     return found
 
 
 def _qualified(env: Env, dotted: str) -> str:
     root, dot, rest = dotted.partition(".")
-    full = _import_names(env).get(root)
+    full = _imports(env).get(root)
     return (full + dot + rest) if full else dotted
 
 
@@ -146,9 +133,15 @@ def same_on_every_rank(env: Env, node, depth: int = 0) -> bool:
     return False
 
 
+def _reads_argv(node) -> bool:
+    """``parser.parse_args()`` (a call of an `ARGV_METHODS` method) in a trailer chain."""
+    return any(N.is_call_trailer(tr) and N.Call(node, i).method in ARGV_METHODS
+               for i, tr in enumerate(node.children) if i)
+
+
 def _trailers(env: Env, node, depth: int) -> bool:
     kids = node.children
-    if any(N.is_call_trailer(tr) and N.Call(node, i).method in ARGV_METHODS for i, tr in enumerate(kids) if i):
+    if _reads_argv(node):
         return True           # ``parser.parse_args()``: the same argv on every rank
     if kids[0] == "await":
         return False
@@ -180,13 +173,14 @@ def _name(env: Env, leaf, depth: int) -> bool:
         return True
     fn = N.func_scope_of(leaf)
     module = env.source.module
-    if fn is not module and name in env.param_names(fn) and not env.bindings_of(name, fn) and _cli_entry(env, fn):
-        return True           # a parameter of the command line's entry function (click, typer, Fire, Hydra)
-    if fn is not module and name not in env.param_names(fn) and _parsed_local(env, name, fn, depth):
-        return True           # ``training_args, = parser.parse_args_into_dataclasses()`` in ``main()``
-    if fn is not module and (name in env.param_names(fn) or env.bindings_of(name, fn)):
-        return False          # a parameter or a local: set per call, not known here
-    if name in env.aliases or name in _imported(env):
+    if fn is not module:
+        if name in env.param_names(fn):   # set per call, unless the command line's entry (click, typer, Fire, Hydra)
+            return not env.bindings_of(name, fn) and _cli_entry(env, fn)
+        if _parsed_local(env, name, fn):
+            return True       # ``training_args, = parser.parse_args_into_dataclasses()`` in ``main()``
+        if env.bindings_of(name, fn):
+            return False      # a local: set per call, not known here
+    if name in env.aliases or name in _imports(env):
         return True           # an imported module or member (``sys``, ``FLAGS``, ``os``)
     bound = env.bindings_of(name, module)
     if not bound:
@@ -199,7 +193,7 @@ def _name(env: Env, leaf, depth: int) -> bool:
     return True
 
 
-def _parsed_local(env: Env, name: str, fn, depth: int) -> bool:
+def _parsed_local(env: Env, name: str, fn) -> bool:
     """A local of `fn` assigned only by plain assignments (outside loops) from the command line
     (``args = parser.parse_args()``, ``training_args, = parser.parse_args_into_dataclasses()``)."""
     stmts = []
@@ -216,10 +210,7 @@ def _parsed_local(env: Env, name: str, fn, depth: int) -> bool:
         stmts.append(stmt)
     return bool(stmts) and all(
         len(s.children) == 3 and N.enclosing(s, {"for_stmt", "while_stmt"}) is None
-        and s.children[2].type in ("atom_expr", "power")
-        and any(N.is_call_trailer(tr) and N.Call(s.children[2], i).method in ARGV_METHODS
-                for i, tr in enumerate(s.children[2].children) if i)
-        for s in stmts)
+        and s.children[2].type in ("atom_expr", "power") and _reads_argv(s.children[2]) for s in stmts)
 
 
 def _cli_entry(env: Env, fn) -> bool:

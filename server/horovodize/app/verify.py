@@ -196,8 +196,11 @@ def _strace_calls(text: str):
                 yield (float(m.group(1)) if m.group(1) else None), m.group(2), m.group(3), paths, int(m.group(4))
 
 
+WRITE_FLAGS = re.compile(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND")
+
+
 def _writes_flags(args: str) -> bool:
-    return bool(re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND", args)) and "O_TMPFILE" not in args
+    return bool(WRITE_FLAGS.search(args)) and "O_TMPFILE" not in args
 
 
 def parse_strace(text: str) -> list[tuple]:
@@ -223,8 +226,8 @@ def parse_strace_reads(text: str) -> list[tuple]:
     """(path, time, found) of the opens for reading in one strace log (failed ones included:
     a file another host wrote is missing here)."""
     return [(paths[0], t, result >= 0) for t, call, args, paths, result in _strace_calls(text)
-            if call in ("openat", "open") and not re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND|O_DIRECTORY|"
-                                                            r"O_TMPFILE", args)]
+            if call in ("openat", "open") and not WRITE_FLAGS.search(args)
+            and "O_DIRECTORY" not in args and "O_TMPFILE" not in args]
 
 
 def _token_pids(token: str) -> list[int]:
@@ -352,6 +355,15 @@ def _harness_paths(L: Launch):
     return ours
 
 
+def cache_env(home: Path) -> dict:
+    """A HOME's caches and tools' config (matplotlib makes ~/.config/matplotlib in an empty HOME)."""
+    return {"HOME": str(home), "KERAS_HOME": str(home / ".keras"), "TFDS_DATA_DIR": str(home / "tensorflow_datasets"),
+            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config")}
+
+
+CACHE_KEYS = ("KERAS_HOME", "TFDS_DATA_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+
+
 # -- two hosts on one machine ---------------------------------------------------------------------
 # horovodrun starts the ranks of a host named `localhost` and of one named `127.0.0.1` locally
 # (both resolve to an address of this machine) but counts them as two hosts: each gets local
@@ -360,15 +372,19 @@ def _harness_paths(L: Launch):
 MAX_HOSTS = 2
 HOST_NAMES = ("localhost", "127.0.0.1")
 # Run in a rank: its host's copy of the working directory, HOME, caches and TMPDIR ($0: their root).
-HOST_SHELL = ('R="$0/host-${HOROVOD_CROSS_RANK:-0}"; cd "$R/cwd" || exit 97; export HOME="$R/home" '
-              'TMPDIR="$R/tmp" KERAS_HOME="$R/home/.keras" TFDS_DATA_DIR="$R/home/tensorflow_datasets" '
-              'XDG_CACHE_HOME="$R/home/.cache" XDG_CONFIG_HOME="$R/home/.config"; exec "$@"')
+HOST_SHELL = ('R="$0/host-${HOROVOD_CROSS_RANK:-0}"; cd "$R/cwd" || exit 97; export TMPDIR="$R/tmp" '
+              + " ".join(f'{k}="{v}"' for k, v in cache_env(Path("$R/home")).items()) + '; exec "$@"')
 SYSTEM_DIRS = ("/usr/", "/lib/", "/lib64/", "/etc/", "/sys/", "/proc/", "/dev/", "/run/", "/bin/", "/sbin/",
                os.path.realpath(sys.base_prefix) + os.sep)
 # Not copied to each host: version control, environments, caches.
 COPY_SKIP = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__", ".cache",
              ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints")
 COPY_LIMIT = 1 << 30      # bytes of the working directory copied to each simulated host
+
+
+def copy_project(src, dst) -> None:
+    """`src` copied to `dst`, without version control, environments and caches (`COPY_SKIP`)."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
 
 
 def host_list(np: int, hosts: int) -> str:
@@ -381,23 +397,21 @@ def host_list(np: int, hosts: int) -> str:
 def host_dirs(root: Path, hosts: int, cwd: str) -> list[Path]:
     """host-K/{cwd,home,tmp} under `root` for each host, `cwd` (the run's working directory)
     copied into each: a host sees its own disk, with the project as it was before the run."""
-    src = Path(cwd)
-    size, files = 0, 0
-    for base, dirs, names in os.walk(src):
+    size = 0
+    for base, dirs, names in os.walk(cwd):
         dirs[:] = [d for d in dirs if d not in COPY_SKIP]
         for n in names:
             try:
                 size += os.path.getsize(os.path.join(base, n))
             except OSError:
                 pass
-            files += 1
         if size > COPY_LIMIT:
             raise VerifyError(f"--hosts {hosts}: the working directory {cwd} holds more than {COPY_LIMIT >> 30} GiB "
                               "to copy to each simulated host; run verify from the project's folder")
     out = []
     for h in range(hosts):
         d = root / f"host-{h}"
-        shutil.copytree(src, d / "cwd", symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
+        copy_project(cwd, d / "cwd")
         for sub in ("home", "tmp"):
             (d / sub).mkdir(parents=True)
         out.append(d)
@@ -422,15 +436,6 @@ class Rehearsal:
     def table(self) -> str:
         hosts = f" of {self.hosts} simulated hosts" if self.hosts > 1 else ""
         return C.table(self.checks, f"rehearsal of {self.path} on {self.np} CPU rank(s){hosts} (horovodrun --gloo)")
-
-
-def cache_env(home: Path) -> dict:
-    """A HOME's caches and tools' config (matplotlib makes ~/.config/matplotlib in an empty HOME)."""
-    return {"HOME": str(home), "KERAS_HOME": str(home / ".keras"), "TFDS_DATA_DIR": str(home / "tensorflow_datasets"),
-            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config")}
-
-
-CACHE_KEYS = ("KERAS_HOME", "TFDS_DATA_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
 
 
 def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), model_var: str | None = None,
@@ -523,7 +528,7 @@ def verify(path, np: int = 2, timeout: float = DEFAULT_TIMEOUT, script_args=(), 
         # the single run (one process, never spread over the hosts) in its own copy too: what it
         # writes must not reach the hosts' copies of a later rehearsal
         single_cwd = str(L.host_root / "single-cwd")
-        shutil.copytree(L.cwd, single_cwd, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
+        copy_project(L.cwd, single_cwd)
     try:
         L.env = run_env("single")
         say("single run (the original on one process)" if not as_is else "single run (the file on one rank)")

@@ -369,16 +369,12 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             continue      # an error-recovered tree (the buffer does not parse)
         if any(N.inside(call.node, s) for s in on_rank0):
             pass          # (the print around it runs on rank 0 only: not a read on every rank)
-        elif match and id(stmt) not in done and (name := _used_on_rank0_only(ctx, stmt, on_rank0)):
-            edit = ctx.guard_rank0(stmt)
-            if edit is not None:      # read where it is used: rank 0, no barrier, no shared filesystem
-                done.add(id(stmt))
-                yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
-                              "rank 0 only", Fix(READ_ON_RANK0, [edit]))
-                continue
-            text = _shown_path(ctx, call, paths, match)
-            shared.append((text, call.node.start_pos[0]))
-            listed.append((_norm(text), scope))
+        elif match and id(stmt) not in done and (name := _used_on_rank0_only(ctx, stmt, on_rank0)) \
+                and (edit := ctx.guard_rank0(stmt)) is not None:
+            done.add(id(stmt))        # read where it is used: rank 0, no barrier, no shared filesystem
+            yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
+                          "rank 0 only", Fix(READ_ON_RANK0, [edit]))
+            continue
         elif not match:
             # a later read in a folder an earlier one listed (``load_weights(os.path.join(
             # checkpoint_dir, names[-1]))`` after ``os.listdir(checkpoint_dir)``): after that
@@ -437,8 +433,9 @@ def _used_on_rank0_only(ctx: RuleContext, stmt, on_rank0: list) -> str | None:
         if ref is target or ref.start_pos < stmt.start_pos:
             continue
         at = N.statement_of(ref)
-        if at is not None and at.type == "expr_stmt" and at.children[0] is ref and len(at.children) == 3 \
-                and at.children[1] == "=" and N.simple_stmt_of(at) is not None and N.simple_stmt_of(at).parent is block:
+        holder = N.simple_stmt_of(at) if at is not None else None
+        if holder is not None and holder.parent is block and at.type == "expr_stmt" and at.children[0] is ref \
+                and len(at.children) == 3 and at.children[1] == "=":
             # bound anew in the same block (the next experiment's ``model = ...``): what follows
             # is another value, if the new one is not made from the read one
             if any(leaf.type == "name" and leaf.value == target.value for leaf in N.walk(at.children[2])):

@@ -269,6 +269,11 @@ def _head(text: str) -> str:
     return re.match(r"""^[^"'{*?\[]*""", text).group(0)
 
 
+# A string literal, and a format field in one (``{epoch:02d}``, ``%03d``).
+_LITERAL = re.compile(r"""(["'])(.*?)(?<!\\)\1""")
+_FIELD = re.compile(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]")
+
+
 def path_matches(read: str, write: str) -> bool:
     """A read's path text names what a write's path text wrote: the same text, one inside the
     other (``checkpoint_dir`` in ``os.path.join(checkpoint_dir, "cp.ckpt")``), or a glob
@@ -286,7 +291,7 @@ def path_matches(read: str, write: str) -> bool:
         # or `"img_%03d_%d.png" % (epoch, i)` written by a callback, `Image("img_0_29.png")`
         # shown after the fit)
         m = re.match(r"""^[rRbBuUfF]{0,2}(["'])(.*?)\1""", quoted)
-        parts = re.split(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]", m.group(2)) if m else []
+        parts = _FIELD.split(m.group(2)) if m else []
         if len(parts) > 1 and sum(map(len, parts)) >= 5:
             return re.fullmatch(".+".join(map(re.escape, parts)), read) is not None
     if ("{" in write or "%" in write) and not any(c in read for c in "{*?["):
@@ -302,10 +307,6 @@ def path_matches(read: str, write: str) -> bool:
         head = _head(read)
         return len(head) >= 5 and head == _head(quoted)
     return False
-
-
-_LITERAL = re.compile(r"""(["'])(.*?)(?<!\\)\1""")
-_FIELD = re.compile(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]")
 
 
 def _filled(write: str) -> str | None:
