@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # stale or missing build only means those modules run from their .py (never a wrong answer).
 NATIVE := server/horovodize/_native/manifest.json
 
-.PHONY: demo test test-setup editor-env test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
+.PHONY: demo test test-setup quick-tiers editor-env test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
 
 # The venv in two steps: what the demo runs (the package, from source: seconds), then what
 # the suite, the bench and the compiled modules need on top.
@@ -80,21 +80,29 @@ vscode-env:
 	bash scripts/vscode_env.sh
 
 # HOROVODIZE_EXPECT_NATIVE: tests/test_native.py fails when the compiled modules did not build.
-# The whole suite in three passes: the quick tiers on both cores (pytest-xdist, one file per
-# worker); the Horovod runs three at a time (a run spends much of its time starting TensorFlow
-# and meeting at the rendezvous: three keep both cores ~90% busy, 17 min for 71 runs, where two
-# left a quarter idle); the real editor
-# alone (code-server wants one port). A failing pass stops the target.
+# The whole suite in three passes:
+# 1. two lines side by side: the Horovod environment (downloads, then a C++ build: only the
+#    Horovod runs need it), and the project venv, its compiled modules, the editor's environment
+#    and then the quick tiers on both cores (pytest-xdist, one file per worker). From nothing,
+#    the Horovod build took ~10 min before the quick tiers could start; now they share it.
+# 2. the Horovod runs three at a time (a run spends much of its time starting TensorFlow and
+#    meeting at the rendezvous: three keep both cores ~90% busy, 17 min for 71 runs, where two
+#    left a quarter idle);
+# 3. the real editor alone (code-server wants one port).
+# A failing pass stops the target. Their apt steps take turns on .cache/apt.lock; output line by line.
 QUICK := -m "not horovod and not vscode"
-test: test-setup
-	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile $(QUICK)
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j2 -Oline hvd-env quick-tiers
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 3 --dist load -m horovod
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -m vscode
+
+quick-tiers: editor-env
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile $(QUICK)
 
 # Every environment the suite needs, in two lines side by side: the Horovod environment (a
 # TensorFlow install and a Horovod build), and the project venv, its compiled modules, then the
 # editor's (code-server, Chromium, the .vsix, which bundles the server's tree: after the compiled
-# modules are in it). Their apt steps take turns on .cache/apt.lock. Output line by line.
+# modules are in it).
 test-setup:
 	$(MAKE) --no-print-directory -j2 -Oline hvd-env editor-env
 
