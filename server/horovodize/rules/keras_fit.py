@@ -22,6 +22,7 @@ from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note, under_rank0_guard
 from .keras_target import METRIC_AVERAGE, metric_average_class
+from .rank0_guards import put_on_rank0
 from .setup_imports import after_setup, tf_name
 
 RULES = {
@@ -375,8 +376,8 @@ def _imported_from(ctx: RuleContext, package: str) -> set[str]:
 
 def _verbose(ctx: RuleContext, call: N.Call, pos: int | None = VERBOSE_POS,
              message: str = "every rank prints fit progress", keep_missing: bool = False) -> Iterator[Finding]:
-    if ctx.blocked("HVD051", call.node):
-        return
+    if ctx.blocked("HVD051", call.node) or any(N.inside(call.node, s) for s in put_on_rank0(ctx)):
+        return          # (a print of evaluate(...) that HVD030 puts on rank 0)
     hvd = ctx.hvd
     arg = call.keyword("verbose") or (call.positional(pos) if pos is not None else None)
     if arg is None and keep_missing:

@@ -151,6 +151,25 @@ READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "re
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
+    yield from _plan(ctx)[0]
+
+
+def put_on_rank0(ctx: RuleContext) -> list:
+    """The statements this rule's guards put on rank 0: what they hold needs no rank test of
+    its own (HVD051 leaves a ``verbose=`` there alone)."""
+    return _plan(ctx)[1]
+
+
+def _plan(ctx: RuleContext) -> tuple[list, list]:
+    """The findings and the statements guarded, worked out once per analysis."""
+    plan = ctx.__dict__.get("_rank0_plan")
+    if plan is None:
+        guarded: list = []
+        plan = ctx.__dict__["_rank0_plan"] = (list(_check(ctx, guarded)), guarded)
+    return plan
+
+
+def _check(ctx: RuleContext, put: list) -> Iterator[Finding]:
     downloads = local_rank0_blocks(ctx)   # HVD044's downloads, on local rank 0 only
     blocks = [b for b in _write_blocks(ctx) if not any(N.inside(b[0], d) for d in downloads)]
     inside_block = [b for b, _ in blocks] + downloads
@@ -191,6 +210,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         guarded.append((stmt, call, "HVD032", "every rank opens the file for writing", guard_block(ctx, stmt)))
     yield from _one_guard_per_block(ctx, guarded + displays)
     on_rank0 = [g[0] for g in guarded + displays]     # statements these guards put on rank 0
+    put += on_rank0
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
@@ -199,6 +219,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     lift_writes(ctx, writes)
     shown = [d for d in display_guards(ctx, writes, statement) if not any(N.inside(d[0], r) for r in shown_regions)]
     yield from _one_guard_per_block(ctx, shown)
+    put += [g[0] for g in shown]
     yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays], on_rank0)
     yield from shared_values.check(ctx)
     yield from _load_models(ctx)
@@ -231,8 +252,8 @@ def _training_log_files(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
     for item, _owner in ctx.env.index.with_items:
         call = N.as_call(item.children[0])
         stmt = N.enclosing(item, {"with_stmt"})
-        if call is None or stmt is None or any(stmt is b for b in guarded) or not open_for_writing(call):
-            continue
+        if call is None or stmt is None or any(N.inside(stmt, b) for b in guarded) or not open_for_writing(call):
+            continue      # (inside a block already run by one rank: a download's, a rank-0 guard's)
         path = call.keyword("file") or call.positional(0)
         if path is None or mentions_hvd(path.value, ctx) or under_rank0_guard(stmt, ctx) or \
                 ctx.blocked("HVD032", call.node):
