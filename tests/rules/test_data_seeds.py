@@ -97,3 +97,18 @@ def test_no_per_rank_seed_without_an_environment():
     text = PROGRAM.format(split="np.random.seed(0)\n" + SPLIT, epochs=4)
     assert "np.random.seed(0)\n" in convert_text(text)
     assert [f.code for f in analyze(text).rule_sites if f.code == "HVD046"] == []
+
+
+def test_numpy_seed_kept_beside_a_per_rank_tf_seed_is_said_in_point5():
+    """The report says which seed stays alike and why (issue 39: decide per use, say which)."""
+    text = ("import numpy as np\nimport tensorflow as tf\n\nnp.random.seed(7)\ntf.random.set_seed(7)\n"
+            "x = np.random.rand(64, 4).astype('float32')\ny = x.sum(axis=1)\n"
+            "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+            "model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\nmodel.fit(x, y, epochs=4)\n")
+    out = convert_text(text)
+    assert "np.random.seed(7)\n" in out and "tf.random.set_seed(7 + hvd.rank())" in out
+    p = point5(text)
+    assert p["status"] == "done"
+    assert [n["line"] for n in p["notes"]] == [4]
+    assert "`np.random.seed(7)` stays the same on every rank" in p["notes"][0]["note"]
+    assert "per rank from line 5" in p["notes"][0]["note"]

@@ -35,7 +35,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from ..analysis.loop import FIT
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .work_division import training_data
 
 RULES = {
@@ -99,6 +99,7 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
                 or ctx.blocked("HVD049", seed.node):
             continue
         done.add(id(seed.node))
+        _note_kept_seeds(ctx, call, scope, seed)
         seeded = ranked(ctx, arg.value)
         what = (f"`{seed.callee_dotted()}` orders fit's shuffle alike on every rank: with the epochs or steps divided, the "
                 "ranks would train on the same batches")
@@ -124,6 +125,24 @@ def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, "HVD049", seed.node, what + " (re-seeded per rank right before fit: the data drawn "
                       "after the seed stays the same on every rank)",
                       Fix(RULES["HVD049"][1], [ctx.insert_before_stmt(stmt, f"{callee}({seeded})")]))
+
+
+def _note_kept_seeds(ctx: RuleContext, fit: N.Call, scope, tf_seed: N.Call) -> None:
+    """Point 5 says why numpy's and Python's global seeds before ``fit`` stay as they are
+    while TensorFlow's goes per rank: they make the data and the splits drawn before
+    training, which must be the same on every rank, and fit's shuffle does not read them."""
+    line = tf_seed.node.start_pos[0]
+    for name in ("seed",):
+        for call in ctx.calls(name):
+            q = _qualname(ctx, call)
+            if q not in ("numpy.random.seed", "np.random.seed", "random.seed") or _in_loop(call.node) \
+                    or call.node.start_pos > fit.node.start_pos or mentions_hvd(call.node, ctx) \
+                    or N.func_scope_of(call.node) not in (scope, ctx.source.module):
+                continue
+            text = call.node.get_code(include_prefix=False)
+            report_note(ctx, 5, call.node, f"done, but `{text}` stays the same on every rank: it makes the data and the "
+                        f"splits drawn before training, which every rank must share; fit's shuffle follows "
+                        f"TensorFlow's seed, per rank from line {line}")
 
 
 def ranked(ctx: RuleContext, value) -> str:
