@@ -335,3 +335,16 @@ def test_usage_errors_exit_2():
 def test_version():
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("horovodize ")
+
+
+@pytest.mark.parametrize("case", ["train_on_batch_gan", "sklearn_wrapper_grid_search"])
+def test_training_no_loop_kind_covers_is_refused_not_nothing_to_change(tmp_path, case):
+    """A program that trains by train_on_batch or inside scikit-learn is refused (exit 3) with
+    what to do; its report never says "no training loop found" nor "nothing to change"."""
+    program = tmp_path / "p.py"
+    program.write_text((ROOT / "tests" / "fixtures" / "HVD-T2" / f"{case}.py").read_text())
+    proc = run("convert", str(program))
+    no_traceback(proc)
+    assert proc.returncode == 3, proc.stderr
+    assert "NOT CONVERTED" in proc.stderr and "HVD-T2" in proc.stderr
+    assert "no training loop found" not in proc.stderr and "nothing to change" not in proc.stderr

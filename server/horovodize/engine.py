@@ -342,7 +342,10 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)
     analysis.refusals = [p for p in problems if p.everywhere or set(p.blocks) & LOOP_BLOCKING]
-    if analysis.refusals and any(not s.distributed for s in summary.sites):
+    if not summary.sites and not facts.uses_horovod:
+        # training no loop kind covers (restrictions._unwrapped_training): refused, with what to do
+        analysis.refusals = [p for p in analysis.refusals if p.code == "T2"]
+    if analysis.refusals and (not summary.sites or any(not s.distributed for s in summary.sites)):
         # All or nothing: half a conversion (guards and set-up around a loop whose gradients
         # are never averaged) trains ranks that never agree, so no rule site keeps its fix.
         findings, analysis.setup = [], None

@@ -416,6 +416,40 @@ def _t2_loop_type(env: Env, summary: Summary) -> list[Problem]:
                                "call apply_gradients", ROLE_RULES["optimizer"], b,
                                sites=group, related=[(b.stmt, "created here")]))
     out += _gradients_in_block(env)
+    if not summary.sites:
+        out += _unwrapped_training(env)
+    return out
+
+
+# scikit-learn's wrappers of a Keras model: fit, cross-validation and searches run inside
+# scikit-learn, where no callback, optimizer wrapper or data division of the conversion reaches.
+SKLEARN_WRAPPERS = ("scikeras.wrappers.", "tensorflow.keras.wrappers.scikit_learn.", "keras.wrappers.scikit_learn.",
+                    "tf_keras.wrappers.scikit_learn.")
+
+
+def _unwrapped_training(env: Env) -> list[Problem]:
+    """Training the loop summary has no kind for, in a program with no other loop: a
+    ``train_on_batch`` loop (a Keras GAN's) or a scikit-learn wrapper. Said as T2 with what the
+    user must do, instead of the report's "no training loop found, nothing to change"."""
+    out = []
+    for call in env.calls_with_method("train_on_batch"):
+        out.append(Problem("T2", call.node, f"`{call.receiver_dotted()}.train_on_batch` trains batch by batch, a loop "
+                           "the conversion does not wrap: compile each model with hvd.DistributedOptimizer (its "
+                           "rate times hvd.size()), broadcast the models' variables from rank 0 after the first "
+                           "batch (hvd.broadcast_variables(model.variables, root_rank=0)), divide the loop's steps "
+                           "by hvd.size(), and print and save on rank 0; or train with fit or a GradientTape",
+                           ROLE_RULES["optimizer"]))
+        break                     # (one says it: each of a GAN's three calls would say the same)
+    wrappers = {local: full for node in env.imports if node.type == "import_from"
+                for local, full in import_bindings(node) if full.startswith(SKLEARN_WRAPPERS)}
+    for name in ("KerasClassifier", "KerasRegressor"):
+        for call in env.index.by_method.get(name, ()):
+            q = env.callee_qualname(call) or wrappers.get(call.callee_dotted(), "")
+            if q.startswith(SKLEARN_WRAPPERS):
+                out.append(Problem("T2", call.node, f"`{name}` trains the Keras model inside scikit-learn (its fit, "
+                                   "cross-validation or search), where Horovod's optimizer, callbacks and data "
+                                   "division cannot reach: search on one process, then train the chosen model "
+                                   "with fit to distribute it", ROLE_RULES["optimizer"]))
     return out
 
 
