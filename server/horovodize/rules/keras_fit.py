@@ -201,7 +201,8 @@ def _own(ctx: RuleContext, call: N.Call, made, lists: _Lists, first_served: bool
     program already has), the fits after `call` do not count: the instance is `call`'s first."""
     if N.inside(made, call.node):
         return True
-    return all(_same_model(ctx, call, other, made, not first_served) for other in lists.reach.get(id(made), [call])
+    fits = lists.reach.get(id(made), [call])
+    return all(_same_model(ctx, call, other, made, not first_served) for other in fits
                if other is call or not first_served or other.node.start_pos < call.node.start_pos)
 
 

@@ -359,10 +359,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                               f"stay: line {read.node.start_pos[0]} reads the file of epoch {epoch}",
                               Fix("Slice the arrays per rank, an equal share each", sliced))
                 continue
+            count = epochs.value.get_code(include_prefix=False)
             for read, path, epoch in reads:
-                note(ctx, read.node, f"partly done: `{ctx.source.code(path)}` (line {read.node.start_pos[0]}) is "
-                     f"the file of epoch {epoch}; with the epochs divided (int(math.ceil({epochs.value.get_code(include_prefix=False)} "
-                     f"/ {ctx.hvd}.size()))) no rank may reach that epoch: read the last epoch's file, or slice the arrays per rank")
+                note(ctx, read.node, f"partly done: `{ctx.source.code(path)}` (line {read.node.start_pos[0]}) is the "
+                     f"file of epoch {epoch}; with the epochs divided (int(math.ceil({count} / {ctx.hvd}.size()))) "
+                     "no rank may reach that epoch: read the last epoch's file, or slice the arrays per rank")
             where = epochs_constant(ctx, call, epochs.value) or epochs.value
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, where)))
