@@ -80,6 +80,9 @@ SPECS = [
     # constant, the same name created again, fit / fit_generator chosen by a module flag
     # (HVD-R5/R7/T5 used to refuse it): every rate scaled, fit_generator 8 steps -> 4 per rank
     Spec("experiments_by_flag.py", {"lr": 0.001, "lr2": 0.002, "lr3": 0.003}, [r"4/4 \[="]),
+    # one callbacks list for two models' fits, rebound under a flag before a third: each fit gets
+    # a broadcast callback of its own (one instance broadcasts once); the checksum adds the three
+    Spec("callbacks_shared_by_experiments.py", {"lr": 0.001}, rank0_files=["shared-cb"]),
     # two sessions (train and save, then init, restore and train): a broadcast in each, and the
     # barrier before the restore run by the session (a graph-mode allreduce only builds an op);
     # the checksum adds the first session's weights, so a missing first broadcast shows

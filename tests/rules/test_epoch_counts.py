@@ -63,3 +63,26 @@ def test_the_epochs_name_given_to_another_fit_is_not_a_later_read():
     # fit's keyword and value are its own divided count, not a stale read after the first
     text = PROGRAM.format(epochs="EPOCHS", after="if x.size:\n    model.fit_generator(iter([(x, y)]), epochs=EPOCHS)")
     assert not [n for _p, _l, n in conversion(text).notes if "still counts the undivided epochs" in n]
+
+
+def test_a_file_read_by_its_epoch_keeps_the_epochs_and_slices_the_arrays():
+    """``load_weights`` of epoch 10's file of the fit's ModelCheckpoint template: with the epochs
+    divided no rank would write it (on 2 ranks the last is epoch 5); the arrays are sliced
+    instead. Epoch 1's file is written whatever the division: the epochs are divided."""
+    text = PROGRAM.format(epochs="10", after='model.load_weights("training/cp-0010.weights.h5")')
+    out = convert_text(text)
+    assert "epochs=10," in out and "x[hvd.rank():len(x) // hvd.size() * hvd.size():hvd.size()]" in out
+    first = convert_text(PROGRAM.format(epochs="10", after='model.load_weights("training/cp-0001.weights.h5")'))
+    assert "epochs=int(math.ceil(10 / hvd.size()))" in first and "x[hvd.rank()" not in first
+
+
+def test_a_file_read_by_its_epoch_is_named_when_the_arrays_cannot_be_sliced():
+    # x given as a call (evaluated twice if sliced): the epochs are divided, and point 5 names
+    # the read, its path and its line
+    text = PROGRAM.format(epochs="10", after='model.load_weights("training/cp-0010.weights.h5")') \
+        .replace("model.fit(x, y,", 'model.fit(np.load("x.npy"), y,')
+    out = convert_text(text)
+    assert "epochs=int(math.ceil(10 / hvd.size()))" in out
+    notes = [(p, line, n) for p, line, n in conversion(text).notes if "the file of epoch 10" in n]
+    assert [(p, line) for p, line, _n in notes] == [(5, 11)]
+    assert '`"training/cp-0010.weights.h5"` (line 11)' in notes[0][2]

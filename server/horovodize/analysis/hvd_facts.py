@@ -11,15 +11,13 @@ the engine (whole-file fix) and the misuse diagnostics (HVD200-HVD208).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..incremental import keep, runs
 from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.scopes import is_main_guard
+from .callbacks import CallbackEntry, CallbackFacts, CallbackList, _in_loop
 from .effects import Effects
 from .env import Env
-from .roles import canonical
 
 # Importable Horovod modules a program may use as "hvd" (edits are written against one).
 HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
@@ -39,9 +37,6 @@ BROADCASTS = frozenset({
 })
 AVERAGING = frozenset({"DistributedOptimizer", "DistributedGradientTape", "allreduce", "grouped_allreduce",
                        "PartialDistributedGradientTape", "PartialDistributedOptimizer"})
-KERAS_CALLBACKS = "tensorflow.keras.callbacks."
-STEERING = frozenset({"EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "TerminateOnNaN"})
-WRITING = frozenset({"ModelCheckpoint", "TensorBoard", "CSVLogger", "BackupAndRestore"})
 STEP_KEYWORDS = frozenset({"steps_per_epoch", "epochs", "steps", "max_steps", "validation_steps", "last_step",
                            "num_steps", "path", "count", "num_shards", "index"})
 DATA_METHODS = frozenset({"shard", "take", "skip", "range", "load_data", "fit", "train", "from_tensor_slices",
@@ -49,30 +44,12 @@ DATA_METHODS = frozenset({"shard", "take", "skip", "range", "load_data", "fit", 
 LAUNCHERS = ("horovod.run", "tensorflow.app.run", "absl.app.run")
 
 
-@dataclass
-class CallbackEntry:
-    """One callback that ends up in a ``fit(callbacks=...)`` list."""
-
-    node: object            # the callback expression (element of a list, argument of append)
-    kind: str               # broadcast | metric_average | steering | writing | horovod | other
-    guarded: bool           # only rank 0 gets it (appended under a rank guard, or a rank ternary)
-    stmt: object = None     # the statement adding it, when built over several statements
-    rank_specific: bool = False   # its arguments depend on the rank (per-rank log dirs)
-
-
-@dataclass
-class CallbackList:
-    entries: list[CallbackEntry] = field(default_factory=list)
-    literals: list = field(default_factory=list)    # list displays that build it (first = the base)
-    complete: bool = True                           # every contribution was understood
-
-
 def _names_written(run) -> set:
     """The names written anywhere in a run of pieces."""
     return set().union(*(piece.names for piece in run))
 
 
-class HvdFacts:
+class HvdFacts(CallbackFacts):
     """Horovod facts of one analysed file (see the module docstring)."""
 
     def __init__(self, env: Env):
@@ -496,156 +473,6 @@ class HvdFacts:
                 out.append(call)
         return out
 
-    # -- callbacks ---------------------------------------------------------------------
-    def callback_kind(self, node, at=None, depth: int = 0) -> str:
-        call = N.as_call(node)
-        if call is None:
-            name = N.dotted(node)
-            if name and depth < 3:
-                # a name assigned once, or several times with callbacks of one kind
-                # (`cp_callback = ModelCheckpoint(...)` twice in one script)
-                values = [v for _s, v, op in self.assignments(name, at or node) if not op and v is not None]
-                kinds = {self.callback_kind(v, v, depth + 1) for v in values}
-                if len(kinds) == 1:
-                    return kinds.pop()
-            return "other"
-        api = self.api(call)
-        if api == "callbacks.BroadcastGlobalVariablesCallback":
-            return "broadcast"
-        if api == "callbacks.MetricAverageCallback":
-            return "metric_average"
-        if api is not None:
-            return "horovod"
-        q = canonical(self.env.callee_qualname(call)) or ""
-        last = q.rsplit(".", 1)[-1] if q.startswith(KERAS_CALLBACKS) else ""
-        if last in STEERING:
-            return "steering"
-        if last in WRITING:
-            return "writing"
-        if not q and self.effects.writing_callback(call.callee_dotted()):
-            return "writing"      # the program's own callback whose methods only write
-        return "other"
-
-    def callback_list(self, value, at) -> CallbackList:
-        """The callbacks a ``fit(callbacks=<value>)`` gets, through names built over several
-        statements (``cbs = [...]``, ``cbs.append(x)`` under ``if hvd.rank() == 0:``,
-        ``cbs += [...]``, ``cbs if hvd.rank() == 0 else []``)."""
-        out = CallbackList()
-        self._collect_callbacks(value, at, out, guarded=False, depth=0)
-        return out
-
-    def _collect_callbacks(self, value, at, out: CallbackList, guarded: bool, depth: int) -> None:
-        if value is None or depth > 4:
-            out.complete = False
-            return
-        t = value.type
-        if t == "keyword" and value.value == "None":
-            return
-        if t == "atom" and value.children[0] in ("[", "("):
-            if value.children[0] == "[":
-                out.literals.append(value)
-            for el in _elements(value):
-                self._add_entry(el, out, guarded, None)
-            return
-        if t == "test":            # a if cond else b
-            rank = self.is_rank_test(value.children[2])
-            branches = []
-            for branch in (value.children[0], value.children[4]):
-                sub = CallbackList()
-                self._collect_callbacks(branch, at, sub, guarded or rank, depth + 1)
-                out.literals += sub.literals
-                out.complete &= sub.complete
-                branches.append(sub.entries)
-            # a callback in both branches (`common + rank0 if hvd.rank() == 0 else common`) is on every rank
-            both = {id(e.node) for e in branches[0]} & {id(e.node) for e in branches[1]}
-            if both:            # their own guard only: collect again without the ternary's
-                plain = CallbackList()
-                self._collect_callbacks(value.children[0], at, plain, guarded, depth + 1)
-                flags = {id(e.node): e.guarded for e in plain.entries}
-                for e in branches[0]:
-                    if id(e.node) in both:
-                        e.guarded = flags.get(id(e.node), e.guarded)
-            out.entries += branches[0] + [e for e in branches[1] if id(e.node) not in both]
-            return
-        if t == "arith_expr":
-            for c in value.children:
-                if c.type != "operator":
-                    self._collect_callbacks(c, at, out, guarded, depth + 1)
-            return
-        call = N.as_call(value)
-        if call is not None and call.callee_dotted() in ("list", "tuple") and call.args:
-            self._collect_callbacks(call.args[0].value, at, out, guarded, depth + 1)
-            return
-        target = self.env.call_target(call) if call is not None else None
-        if target is not None and target.type == "funcdef":
-            # `callbacks=get_callbacks(args)`: the lists the helper returns (users' code)
-            returns = [r for r in N.walk(target) if r.type == "return_stmt"
-                       and N.enclosing(r, {"funcdef", "lambdef"}) is target]
-            if not returns or any(len(r.children) < 2 for r in returns):
-                out.complete = False
-                return
-            for r in returns:
-                self._collect_callbacks(r.children[1], r, out, guarded or self.under_rank_guard(r), depth + 1)
-            return
-        name = N.dotted(value)
-        if name is None:
-            out.complete = False
-            return
-        assigns = self.assignments(name, at)
-        if not assigns or any(s is None for s, _v, _o in assigns):
-            out.complete = False     # a parameter, or not built in this file
-            return
-        scope = N.func_scope_of(assigns[0][0])
-        since = _last_rebinding(assigns, at)
-        for stmt, v, op in assigns:
-            if stmt.start_pos > at.start_pos and not _in_loop(at) or since and stmt.start_pos < since:
-                continue
-            g = guarded or self.under_rank_guard(stmt)
-            self._collect_callbacks(v, stmt, out, g, depth + 1)
-        for method in ("append", "extend", "insert"):
-            for call in self.env.index.by_method.get(method, ()):
-                if call.method != method or call.receiver_dotted() != name or N.func_scope_of(call.node) is not scope:
-                    continue
-                if call.node.start_pos > at.start_pos and not _in_loop(at) or since and call.node.start_pos < since:
-                    continue
-                stmt = N.statement_of(call.node)
-                g = guarded or self.under_rank_guard(call.node)
-                arg = call.positional(1 if method == "insert" else 0)
-                if arg is None:
-                    continue
-                if method == "extend":
-                    self._collect_callbacks(arg.value, call.node, out, g, depth + 1)
-                else:
-                    self._add_entry(arg.value, out, g, stmt)
-
-    def _add_entry(self, node, out: CallbackList, guarded: bool, stmt) -> None:
-        if node.type == "star_expr":
-            out.complete = False
-            return
-        call = N.as_call(node)
-        rank_specific = bool(call and any(self.rank_dependent(a.value) for a in call.args))
-        out.entries.append(CallbackEntry(node, self.callback_kind(node, node), guarded, stmt, rank_specific))
-
-
-def _last_rebinding(assigns: list, at):
-    """Where the list a ``fit(callbacks=name)`` at `at` reads was last bound anew: the start of the
-    last plain ``name = ...`` before it in `at`'s own block (one experiment's list rebound for the
-    next: ``callbacks = [...]`` before each fit), so earlier lists and their appends are not it;
-    None when every binding may reach it (a loop, or a rebinding under a condition)."""
-    if _in_loop(at):
-        return None
-    block = N.simple_stmt_of(N.statement_of(at) or at)
-    block = block.parent if block is not None else None
-    last = None
-    for stmt, _v, op in assigns:
-        if op or stmt.start_pos > at.start_pos:
-            continue
-        holder = N.simple_stmt_of(stmt)
-        if holder is not None and holder.parent is block:
-            last = stmt.start_pos
-    return last
-
-
 class _AnyApi(frozenset):
     """Membership test that accepts every Horovod API name."""
 
@@ -737,21 +564,6 @@ def _is_load(leaf) -> bool:
     if parent.type in ("funcdef", "classdef", "param", "import_from", "dotted_name", "import_as_name"):
         return False
     return True
-
-
-def _in_loop(node) -> bool:
-    return N.enclosing(node, {"for_stmt", "while_stmt"}) is not None
-
-
-def _elements(atom) -> list:
-    if len(atom.children) < 3:
-        return []
-    inner = atom.children[1]
-    if inner.type in ("testlist_comp", "exprlist", "testlist"):
-        if any(c.type in ("sync_comp_for", "comp_for") for c in inner.children):
-            return []
-        return [c for c in inner.children if not (c.type == "operator" and c.value == ",")]
-    return [inner]
 
 
 def _if_tests(if_stmt, suite) -> list:

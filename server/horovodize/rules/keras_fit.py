@@ -74,11 +74,13 @@ def model_calls(ctx: RuleContext, method: str) -> Iterator[N.Call]:
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
-    for call in fit_calls(ctx, generators=True):
+    fits = list(fit_calls(ctx, generators=True))
+    lists = _callback_lists(ctx, fits)
+    for call in fits:
         if call.has_star():
             _unpacked(ctx, call)
             continue
-        yield from _callbacks(ctx, call)
+        yield from _callbacks(ctx, call, lists)
         yield from _verbose(ctx, call, _positions(call)[0])
     if not ctx.summary.sites:
         return
@@ -162,11 +164,98 @@ def _paren(ctx: RuleContext, node, text_before="", text_after="") -> list[Edit]:
     return [Edit(start, end, f"{text_before}{value}{text_after}")]
 
 
-def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
+class _Lists:
+    """The callbacks of every fit (`HvdFacts.callback_list`) and, for each list display and each
+    callback made once (or each call of the helper making it), the fits it reaches."""
+
+    def __init__(self):
+        self.of: dict[int, object] = {}          # id(fit node) -> CallbackList
+        self.reach: dict[int, list] = {}         # id(display or callback) -> [fit calls]
+
+    def add(self, key, call: N.Call) -> None:
+        fits = self.reach.setdefault(id(key), [])
+        if call not in fits:
+            fits.append(call)
+
+
+def _callback_lists(ctx: RuleContext, fits: list) -> _Lists:
+    lists = _Lists()
+    for call in fits:
+        arg = None if call.has_star() else _arg(call, "callbacks", _positions(call)[1])
+        if arg is None or arg.value.type == "keyword" and arg.value.value == "None":
+            continue
+        cbs = lists.of[id(call.node)] = ctx.facts.callback_list(arg.value, call.node)
+        for literal in cbs.literals:
+            lists.add(literal, call)
+        for entry in cbs.entries:
+            lists.add(entry.site or entry.node, call)
+    return lists
+
+
+def _own(ctx: RuleContext, call: N.Call, made, lists: _Lists, first_served: bool = False) -> bool:
+    """The callbacks made at `made` (a list display, a callback, the call of a helper returning
+    them) serve the model of `call` alone: made in the call itself, or every fit they reach is
+    a fit of that same model object. Horovod's ``BroadcastGlobalVariablesCallback`` broadcasts
+    once per instance (``broadcast_done``), so one instance given to the fit of a second model
+    (one list for two experiments; a list made before a loop that builds a model per fold)
+    leaves that model with each rank's own weights. With `first_served` (a broadcast the
+    program already has), the fits after `call` do not count: the instance is `call`'s first."""
+    if N.inside(made, call.node):
+        return True
+    fits = lists.reach.get(id(made), [call])
+    return all(_same_model(ctx, call, other, made, not first_served) for other in fits
+               if other is call or not first_served or other.node.start_pos < call.node.start_pos)
+
+
+def _same_model(ctx: RuleContext, a: N.Call, b: N.Call, made, strict: bool = True) -> bool:
+    """Fits `a` and `b` (maybe the same call, run again in a loop) train one model object with
+    the callbacks made at `made`: one receiver name in one function, bound by no statement
+    between them, nor in a loop around either that does not make the callbacks anew, nor
+    (`strict`, the callbacks made outside the function) anywhere in the function, which may
+    run again with another model (not held against a broadcast the program already has: the
+    callers that would are not in sight)."""
+    receiver = a.receiver_dotted()
+    scope = N.func_scope_of(a.node)
+    if receiver is None or receiver != b.receiver_dotted() or N.func_scope_of(b.node) is not scope:
+        return False
+    binds = _bindings(ctx, receiver, a.node)
+    if binds is None:
+        return False
+    if strict and N.func_scope_of(made) is not scope and binds and scope.type != "file_input":
+        return False
+    lo, hi = sorted((a.node.start_pos, b.node.start_pos))
+    if any(lo < p < hi for p in binds):
+        return False
+    for fit in (a, b):
+        loop = N.loop_around(fit.node)
+        while loop is not None and not N.inside(made, loop):
+            if any(loop.start_pos <= p < loop.end_pos for p in binds):
+                return False
+            loop = N.loop_around(loop)
+    return True
+
+
+def _bindings(ctx: RuleContext, receiver: str, at) -> list | None:
+    """Where `receiver`, read at `at`, is bound in its function (assignments, loop targets,
+    ``with ... as``, parameters) or, for ``self.x``, in its class: start positions; None for a
+    receiver this cannot follow (``a.b`` other than ``self.x``)."""
+    if "." in receiver:
+        if not receiver.startswith("self.") or receiver.count(".") != 1:
+            return None
+        return [stmt.start_pos for stmt, _v, _op in ctx.facts.assignments(receiver, at) if stmt is not None]
+    scope = N.func_scope_of(at)
+    return [leaf.start_pos for leaf in ctx.env.index.names.get(receiver, ())
+            if leaf.is_definition() and N.func_scope_of(leaf) is scope]
+
+
+def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Finding]:
     """Callbacks as Horovod's guide orders them: the broadcast first, callbacks that steer
     training (EarlyStopping, ReduceLROnPlateau, ...) on every rank, callbacks that write
     (ModelCheckpoint, TensorBoard, CSVLogger, BackupAndRestore) on rank 0 only — for a list
-    given inline or built over several statements (`ctx.facts.callback_list`)."""
+    given inline or built over several statements (`ctx.facts.callback_list`).
+
+    Each fit gets a broadcast callback of its own model (`_own`): in the list displays it starts
+    from when they serve that model alone, else ahead of the list at the call."""
     if ctx.blocked("HVD050", call.node):
         return
     hvd, facts = ctx.hvd, ctx.facts
@@ -179,6 +268,7 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     # is serialised (Horovod's averaged logs are numpy float32: json.dump would fail)
     averaged = not _history_serialised(ctx, call)
     edits: list[Edit] = []
+    spent = False           # the list's broadcast already ran for another model
     if arg is None or arg.value.type == "keyword" and arg.value.value == "None":
         if not elastic:
             first = broadcast
@@ -191,10 +281,13 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                 start, end = ctx.source.span(arg.value)
                 edits.append(Edit(start, end, f"[{first}]"))
     else:
-        cbs = facts.callback_list(arg.value, call.node)
-        has_broadcast = elastic or any(e.kind == "broadcast" for e in cbs.entries) or (
-            not cbs.complete and mentions_hvd(arg.value, ctx))
-        base = _base_literal(ctx, arg.value, cbs)
+        cbs = lists.of[id(call.node)]
+        broadcasts = [e for e in cbs.entries if e.kind == "broadcast"]
+        own = [e for e in broadcasts if _own(ctx, call, e.site or e.node, lists, first_served=True)]
+        spent = bool(broadcasts) and not own
+        has_broadcast = elastic or bool(own) or (not cbs.complete and mentions_hvd(arg.value, ctx))
+        heads = _heads(ctx, arg.value, call, cbs)
+        base = heads if heads and all(_own(ctx, call, h, lists) for h in heads) else None
         if not has_broadcast:
             # The user's callbacks see metrics averaged over the ranks, so a steering callback
             # (EarlyStopping on `loss`, ReduceLROnPlateau) decides the same on every rank.
@@ -205,7 +298,11 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
                 first += [average] if average else []
                 edits += class_edits
             if base is not None:
-                edits += _prepend(ctx, base, first)
+                for head in base:
+                    edits += _prepend(ctx, head, first)
+            elif heads and cbs.complete:
+                # lists that other models' fits share: this fit's own broadcast ahead of it
+                edits += _paren(ctx, arg.value, f"[{', '.join(first)}] + ")
             elif _one_callback(ctx, arg.value):
                 # `callbacks=EarlyStopping(...)`: Keras takes one callback alone; list() of it would fail
                 start, end = ctx.source.span(arg.value)
@@ -225,6 +322,9 @@ def _callbacks(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     message = ("fit does not broadcast the initial variables from rank 0"
                if any(broadcast in e.new_text for e in edits)
                else "a callback that writes files runs on every rank")
+    if spent and any(broadcast in e.new_text for e in edits):
+        message = ("the broadcast callback in its list already ran for another model (Horovod's callback "
+                   "broadcasts once): this model would start from each rank's own weights")
     yield finding(ctx, "HVD050", call.node, message, Fix(RULES["HVD050"][1], edits))
 
 
@@ -317,18 +417,14 @@ def _rebinds(leaf) -> bool:
         and len(parent.children) > 1 and parent.children[1] == "="
 
 
-def _base_literal(ctx: RuleContext, value, cbs):
-    """The list display the callbacks start from: inline, or the first ``cbs = [...]`` that
-    every rank runs (the broadcast goes first in it)."""
+def _heads(ctx: RuleContext, value, call: N.Call, cbs) -> list | None:
+    """The list displays the callbacks start from (the broadcast goes first in them): inline, or
+    each ``cbs = [...]`` that every rank runs and that can reach the fit (`HvdFacts.callback_heads`)."""
     if value.type == "atom" and value.children[0] == "[":
-        return value
-    if not cbs.complete or not cbs.literals or N.dotted(value) is None:
+        return [value]
+    if not cbs.complete or N.dotted(value) is None:
         return None
-    first = cbs.literals[0]
-    stmt = first.parent
-    if stmt.type != "expr_stmt" or N.assign_parts(stmt) is None or ctx.facts.under_rank_guard(stmt):
-        return None
-    return first
+    return ctx.facts.callback_heads(value, call.node)
 
 
 def _prepend(ctx: RuleContext, literal, items: list[str]) -> list[Edit]:

@@ -206,6 +206,27 @@ def fit_writes(ctx: RuleContext, writes: list) -> None:
                     writes.append((text, N.func_scope_of(call.node), call.node))
 
 
+def epoch_files_read(ctx: RuleContext, fit: N.Call) -> list:
+    """(read call, path expression, epoch) of each read after `fit` of a file that a writing
+    callback of the fit names by epoch, for an epoch after the first
+    (``ModelCheckpoint("weights.{epoch:02d}.hdf5")``, then ``load_weights("weights.10.hdf5")``):
+    with the fit's epochs divided by the number of ranks, no rank may reach that epoch."""
+    arg = fit.keyword("callbacks") or (fit.positional(5) if fit.method == "fit" else None)
+    templates: set = set()
+    for entry in ctx.facts.callback_list(arg.value, fit.node).entries if arg is not None else ():
+        for cb in _callback_calls(ctx, entry.node) if entry.kind == "writing" else ():
+            path = path_of(cb)
+            templates |= {t for t in texts(ctx, path) if _EPOCH.search(t)} if path is not None else set()
+    out = []
+    for read in ctx.facts.effects.calls_of(READ) if templates else ():
+        path = path_of(read)
+        if path is not None and read.node.start_pos > fit.node.end_pos:
+            epoch = max((epoch_filled(text, t) or 0 for text in texts(ctx, path) for t in templates), default=0)
+            if epoch >= 2:
+                out.append((read, path, epoch))
+    return out
+
+
 def _callback_calls(ctx: RuleContext, node) -> list:
     """The constructor calls a callback expression (or the name holding it) comes from."""
     call = N.as_call(node)
@@ -307,6 +328,35 @@ def path_matches(read: str, write: str) -> bool:
         head = _head(read)
         return len(head) >= 5 and head == _head(quoted)
     return False
+
+
+_EPOCH = re.compile(r"\{epoch(?:[:!][^{}]*)?\}")
+
+
+def epoch_filled(read: str, write: str) -> int | None:
+    """The epoch a read's path text names in a write's epoch template: ``"weights.10.hdf5"``
+    (or ``output_dir + "/weights.10.hdf5"``) read back from a ModelCheckpoint's
+    ``"weights.{epoch:02d}.hdf5"`` is epoch 10. None when `write` has no ``{epoch}`` field or
+    `read` does not fill it with a number."""
+    if not _EPOCH.search(write) or any(c in read for c in "{*?["):
+        return None
+    plain = write[:1] not in "'\"" and not _LITERAL.search(write)
+    spans = [(0, len(write), write, "")] if plain else \
+        [(m.start(), m.end(), m.group(2), m.group(1)) for m in _LITERAL.finditer(write)]
+    out, at = [], 0
+    for start, end, text, quote in spans:
+        out.append(re.escape(write[at:start]) + re.escape(quote))
+        pos = 0
+        for f in _FIELD.finditer(text):
+            out.append(re.escape(text[pos:f.start()]))
+            out.append("(?P<epoch>[0-9]+)" if _EPOCH.fullmatch(f.group()) and "(?P<epoch>" not in "".join(out)
+                       else ".+")
+            pos = f.end()
+        out.append(re.escape(text[pos:]) + re.escape(quote))
+        at = end
+    out.append(re.escape(write[at:]))
+    m = re.fullmatch("".join(out), read)
+    return int(m.group("epoch")) if m is not None and m.group("epoch") is not None else None
 
 
 def _filled(write: str) -> str | None:
