@@ -323,6 +323,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
+            if bounded and pipe is not None and pipe.source is not None and not _sharded(pipe) \
+                    and not bounds(ctx, pipe) and _same_order_on_every_rank(ctx, pipe):
+                # steps divided over batches every rank draws in one order (a seeded shuffle, or
+                # none): each rank would train on the same first steps; its own shard too
+                yield from _shard(ctx, pipe, seen_sources, use)
+                continue
             if bounded or use.at_use or (pipe is not None and bounded_already(ctx, pipe)):
                 continue
             if pipe is not None and pipe.source is not None:
@@ -688,6 +694,22 @@ def _key(call: N.Call) -> tuple:
 
 
 ATTRIBUTES = ("class_names", "file_paths")
+
+
+def _same_order_on_every_rank(ctx: RuleContext, pipe: Pipeline) -> bool:
+    """Every rank draws the pipeline's elements in one order: a source of known size (tensors,
+    a range, a Keras directory utility given a seed) with no shuffle, or each shuffle with a
+    fixed seed (a Keras directory utility shuffles with a random seed unless given one). A
+    shuffle without a seed gives each rank its own order (HVD049 makes it so under a global
+    seed), and dividing the steps is then enough."""
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(KNOWN_SIZE) or q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
+        return False      # (a generator, a CSV or TFDS reader may draw or shuffle its own way)
+    for c in pipe.method("shuffle"):
+        seed = c.keyword("seed") or c.positional(1)
+        if seed is None or c.has_star() or mentions_hvd(seed.value, ctx):
+            return False
+    return True
 
 
 def _unseeded_shuffle(call: N.Call, q: str) -> bool:
