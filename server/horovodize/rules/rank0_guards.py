@@ -81,10 +81,11 @@ READ_ON_RANK0 = "Read rank 0's file on rank 0 only, where its value is used"
 # Calls that read a file rank 0 may just have written (HVD033).
 READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
                   "tensorflow.saved_model.load", "tensorflow.train.latest_checkpoint",
-                  "tensorflow.keras.saving.load_model", "tensorflow.io.read_file")
+                  "tensorflow.keras.saving.load_model", "tensorflow.io.read_file",
+                  "tensorflow.lite.Interpreter")
 READ_DOTTED = {"np.load", "numpy.load", "pickle.load", "json.load", "joblib.load", "open", "pd.read_csv"}
 READ_METHODS = ("load_weights", "restore", "read")
-PATH_KEYWORDS = ("filepath", "export_dir", "file", "fname", "path", "save_path", "filename")
+PATH_KEYWORDS = ("filepath", "export_dir", "file", "fname", "path", "save_path", "filename", "model_path")
 
 
 def classify(ctx: RuleContext, call: N.Call) -> str | None:
@@ -147,7 +148,7 @@ def statement(call: N.Call):
 
 WRITE_NAMES = ("save", "savez", "savez_compressed", "savetxt", "dump", "savefig", "save_model", "write_file",
                *WRITE_METHODS)
-READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "read_file", *READ_METHODS)
+READ_NAMES = ("load_model", "load", "latest_checkpoint", "open", "read_csv", "read_file", "Interpreter", *READ_METHODS)
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
