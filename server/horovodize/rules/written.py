@@ -129,7 +129,21 @@ def _rank0_callback_classes(ctx: RuleContext) -> set:
 
 
 def _rank0_only(ctx: RuleContext, node) -> bool:
-    """Built on rank 0 only: under a rank guard, or in ``[cb] if hvd.rank() == 0 else []``."""
+    """Built on rank 0 only: under a rank guard, or in ``[cb] if hvd.rank() == 0 else []``;
+    or bound to a name (``cbk = Saver()``) that is only ever read there (the conversion's own
+    ``*([cbk] if hvd.rank() == 0 else [])``: converting again leaves the class alone)."""
+    stmt = node.parent
+    if stmt is not None and stmt.type == "expr_stmt" and len(stmt.children) == 3 and stmt.children[2] is node \
+            and stmt.children[0].type == "name":
+        target = stmt.children[0]
+        refs = [r for r in ctx.env.index.names.get(target.value, ()) if r is not target]
+        if refs and all(_on_rank0(ctx, r) for r in refs):
+            return True
+    return _on_rank0(ctx, node)
+
+
+def _on_rank0(ctx: RuleContext, node) -> bool:
+    """`node` runs on rank 0 only: under a rank guard, or in ``[x] if hvd.rank() == 0 else []``."""
     if under_rank0_guard(node, ctx):
         return True
     cur = node
