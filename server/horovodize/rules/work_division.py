@@ -58,6 +58,9 @@ ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
 # Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
 KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range", "Dataset.zip") + KERAS_DATASETS
+# (what HVD041's message adds when its edit seeds a shuffle that had no seed)
+SEEDED = (f"; the shuffle gets `seed={SHARD_SEED}`, the same on every rank, so the ranks' shares of one order "
+          "are disjoint")
 
 
 @dataclass
@@ -492,6 +495,7 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
             f".take(ds.cardinality() // {hvd}.size()))")
     name = q.replace("tensorflow.keras.", "keras.").replace("tensorflow.", "tf.")
     edits = [Edit(end, end, text)]
+    why = ""
     if q.endswith("Dataset.zip") and src is pipe.source:
         # ``zip((a, b))`` of pipelines each shuffled without a seed: each rank zips its own
         # orders, so the shards cut after it overlap; the same seeds on every rank order them
@@ -504,6 +508,7 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
                      "on every rank for disjoint shares")
             else:
                 edits = seeds + edits
+                why = SEEDED.replace("the shuffle gets `seed=", "each shuffle gets a seed from `")
     if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
         # Each rank would shuffle the files with a seed of its own: the shards would overlap.
         # The same seed on every rank orders the files alike, so the shards are disjoint.
@@ -513,7 +518,8 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
                  "rank for disjoint shares")
         else:
             edits = ctx.add_keyword(pipe.source, f"seed={SHARD_SEED}") + edits
-    yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`",
+            why += SEEDED
+    yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`{why}",
                   Fix(RULES["HVD041"][1], edits))
 
 
@@ -628,15 +634,17 @@ def _shard_files(ctx: RuleContext, files: N.Call, pipe: Pipeline, seen: set) -> 
                             f".take(ds.cardinality() // {hvd}.size()))")]
     shuffle = files.keyword("shuffle") or (files.positional(1) if len(files.args) > 1 else None)
     unshuffled = shuffle is not None and shuffle.value.type == "keyword" and shuffle.value.value == "False"
+    why = ""
     if not unshuffled and files.keyword("seed") is None and len(files.args) < 3:
         edits = ctx.add_keyword(files, f"seed={SHARD_SEED}") + edits
+        why = SEEDED
     # one element per file (``map(load_image)``): equal files, equal steps; else say so
     if files is not pipe.source or not all(c.method in SIZE_PRESERVING for c in pipe.calls):
         note(ctx, files.node, "partly done: the files are divided by rank, the same number on every rank, "
              "but not their records: if the files hold different numbers of batches, one rank runs more "
              "steps and its last allreduce waits for the others; bound every rank by the same "
              "steps_per_epoch or take(n)")
-    yield finding(ctx, "HVD041", files.node, "every rank reads every file from `tf.data.Dataset.list_files`",
+    yield finding(ctx, "HVD041", files.node, f"every rank reads every file from `tf.data.Dataset.list_files`{why}",
                   Fix(RULES["HVD041"][1], edits))
 
 
