@@ -245,7 +245,36 @@ def test_an_imported_script_whose_top_level_runs_code_keeps_its_setup_on_top_and
     assert "\n+hvd.init()" in proc.stdout and "+    hvd.init()" not in proc.stdout
     assert "12. the program is the project (the entry and its project modules): partly done" in proc.stderr
     assert "its top level runs code before the `__main__` block" in proc.stderr
-    assert "move that code under `if __name__ == \"__main__\":`" in proc.stderr
+    assert "put what it runs when started under `if __name__ == \"__main__\":`" in proc.stderr
+
+
+def _trains_at_top_level(tmp_path: Path) -> Path:
+    """imported_script with train.py's `__main__` block dedented: importing it trains."""
+    project = tmp_path / "imported_script"
+    shutil.copytree(PROJECTS / "imported_script", project)
+    train = project / "train.py"
+    head, block = read(train).split('if __name__ == "__main__":\n')
+    train.write_text(head + "".join(line[4:] if line.startswith("    ") else line
+                                    for line in block.splitlines(keepends=True)))
+    return project
+
+
+def test_a_module_that_trains_when_imported_gets_its_own_setup_too(tmp_path):
+    """evaluate.py imports train.py, which trains at its top level: one program of
+    evaluate.py (its set-up first), and train.py, a script too, gets the set-up at its top
+    (it runs on its own; at the import, after evaluate.py's, a second one does nothing);
+    point 12 says so and how to keep it out of the import."""
+    project = _trains_at_top_level(tmp_path)
+    proc = run("convert", str(project), "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert "train.py trains when evaluate.py imports it" in proc.stderr
+    assert "12. the program is the project (the entry and its project modules): partly done" in proc.stderr
+    train, evaluate = read(project / "train.py"), read(project / "evaluate.py")
+    for text in (train, evaluate):
+        assert text.count("hvd.init()") == 1 and text.index("hvd.init()") < text.index("set_visible_devices")
+    assert train.index("hvd.init()") < train.index("hvd_broadcast_done = ") < train.index("def get_model")
+    again = run("convert", str(project), "--diff")
+    assert again.returncode == 0 and again.stdout == "", again.stdout
 
 
 # -- the link ----------------------------------------------------------------------------

@@ -7,7 +7,9 @@ project module's code), never in a library module; a library module that an edit
 name Horovod (or ``math``, or TensorFlow) gets that import, and nothing else of the set-up.
 An entry that other project files import (a script that is also a module: evaluate.py's
 ``from train import get_model``) gets its set-up at the head of its ``__main__`` block
-instead (`main_setup`): their import of it sets nothing up. The report's lines become
+instead (`main_setup`): their import of it sets nothing up. A module whose import trains
+(a script with training at its top level) gets the set-up's statements at its top too: it is
+started on its own as well, and at the import a second set-up does nothing. The report's lines become
 (file, line) (or (file, cell, line) for a notebook entry, through `relocate_report`'s
 `cells`), and point 12 lists the program's files, where the set-up went and what is out of
 sight (a dynamic import).
@@ -58,6 +60,7 @@ class ProgramConversion:
     setup: list[Edit] = field(default_factory=list)             # the entry's edits that are the set-up
     importers: list[Path] = field(default_factory=list)         # project files that import the entry
     main_setup: str | None = None       # the entry is imported: why its set-up is not in its __main__ block (None: it is)
+    trainers: dict = field(default_factory=dict)   # module that trains when imported -> line of its training
 
     @property
     def refused(self) -> bool:
@@ -128,11 +131,14 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
     moved = _move_state(conv, per_file)
     if conv.importers and conv.setup:
         _setup_in_main(conv, per_file, moved)
+    conv.trainers = _trains_when_imported(conv) if conv.setup else {}
+    own_setup = _module_setup(conv.setup)
     for path in [layout.entry] + lk.order:
         before = lk.modules[path].text
         edits = per_file.get(path, [])
         if path != layout.entry:
-            edits = edits + _imports_needed(lk.modules[path].source, edits, known, moved.get(path, ""))
+            setup = own_setup if path in conv.trainers else ""
+            edits = edits + _imports_needed(lk.modules[path].source, edits, known, setup + moved.get(path, ""))
         edits = without_overlaps(edits)
         after = apply_edits(before, edits)
         if after != before:
@@ -174,6 +180,48 @@ def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[E
 
 
 INIT = re.compile(r"\bhvd\.init\(\)")
+
+
+def _trains_when_imported(conv: ProgramConversion) -> dict[Path, int]:
+    """The modules (not the entry) whose import runs a training loop (a script with training
+    at its top level that the entry imports, ``from train import get_model``): {module: the
+    line of its training}. Such a module is a script too: started on its own it needs the
+    set-up, so it gets one at its top (`_module_setup`); at the entry's import of it, the
+    entry's set-up has run, and a second one does nothing."""
+    lk, analysis = conv.link, conv.analysis
+    out: dict[Path, int] = {}
+    for site in (analysis.summary.sites if analysis.summary else []):
+        if site.node is None:
+            continue
+        path, offset = lk.locate(analysis.source.offset(site.node.start_pos))
+        if path is None or path == conv.entry or path in out:
+            continue
+        module = lk.modules[path].source
+        if site.function is None or site.function.name.value in _called_at_top(module.module):
+            out[path] = module.position(offset)[0] + 1
+    return out
+
+
+def _called_at_top(module) -> set[str]:
+    """The names called by a module's top-level statements (definitions and its ``__main__``
+    block left out)."""
+    from ..parse import nodes as N
+    from .layout import main_block
+
+    block, names = main_block(module), set()
+    for stmt in module.children:
+        if stmt is block or stmt.type in ("funcdef", "classdef", "decorated"):
+            continue
+        names.update(c.callee_dotted() or "" for c in N.calls_in(stmt))
+    return names
+
+
+def _module_setup(setup: list[Edit]) -> str:
+    """The set-up's statements (``hvd.init()``, the GPU pinning) without its imports and
+    state, for a module that trains when imported (`_trains_when_imported`)."""
+    lines = [line for e in setup for line in e.new_text.splitlines()
+             if line.strip() and not main_setup.IMPORT_LINE.match(line) and not STATE.match(line)]
+    return "".join(line + "\n" for line in lines) if any(INIT.search(line) for line in lines) else ""
 
 
 def _setup_in_main(conv: ProgramConversion, per_file: dict[Path, list[Edit]], moved: dict[Path, str]) -> None:
@@ -382,8 +430,14 @@ def relocate_report(data: dict, conv: ProgramConversion, cells=None) -> dict:
         else:
             status = "partly done" if status == "done" else status
             reason += (f"; the set-up of {conv.name(conv.entry)} stays at its top, so {by}, which imports it, runs it "
-                       f"again (a second hvd.init() does nothing): {conv.main_setup}; move that code under "
+                       f"again (a second hvd.init() does nothing): {conv.main_setup}; put what it runs when started under "
                        "`if __name__ == \"__main__\":` and convert again")
+    for path, line in conv.trainers.items():
+        status = "partly done" if status == "done" else status
+        reason += (f"; {conv.name(path)} trains when {conv.name(conv.entry)} imports it ({conv.name(path)} line {line}): "
+                   f"its set-up is at its top too, so it runs on its own, and at that import after "
+                   f"{conv.name(conv.entry)}'s (a second hvd.init() does nothing); put its training under "
+                   "`if __name__ == \"__main__\":` to keep it out of the import")
     if conv.init_for:
         status = "done" if status == "nothing to change" else status
         reason += ("; hvd.init() added: it imports " + ", ".join(conv.name(p) for p in conv.init_for) +
