@@ -29,7 +29,7 @@ from horovodize.project.link import link
 PROJECTS = Path(__file__).resolve().parent / "projects"
 EXE = Path(sys.executable).parent / "horovodize"
 SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch", "notebook",
-          "imported_script"]
+          "imported_script", "shared_helper"]
 
 
 def run(*args, cwd=None):
@@ -176,6 +176,20 @@ def test_two_entries_share_one_module_converted_once():
     proc = run("convert", "two_entries", "--diff", cwd=PROJECTS)
     assert proc.stdout.count("--- a/two_entries/common/model.py") == 1
     assert proc.stdout.count("+hvd.init()") == 2
+
+
+def test_a_shared_data_helper_is_divided_at_the_training_call():
+    """data.load() makes the training and the validation data: sharded inside it, the
+    validation was cut too, and rank 0 printed the metric of its half (on 2 ranks: 32 of 64
+    examples, and the ranks disagreed). The training call is divided where the loop uses it;
+    data.py is not changed; the validation loop reads all of its data on every rank."""
+    proc = run("convert", "shared_helper", "--diff", cwd=PROJECTS)
+    assert proc.returncode == 0, proc.stderr
+    assert "--- a/shared_helper/data.py" not in proc.stdout
+    assert "+for x, y in load(\"train\").apply(lambda ds: ds.shard(hvd.size(), hvd.rank())" in proc.stdout
+    assert " for x, y in load(\"val\"):" in proc.stdout
+    assert ("`load()` also makes data that no training loop reads (`load(\"val\")`), which stays whole on every "
+            "rank: divided where training uses it") in proc.stderr
 
 
 # -- a script that another script imports ------------------------------------------------
