@@ -28,7 +28,8 @@ from horovodize.project.link import link
 
 PROJECTS = Path(__file__).resolve().parent / "projects"
 EXE = Path(sys.executable).parent / "horovodize"
-SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch"]
+SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch", "notebook",
+          "imported_script", "shared_helper"]
 
 
 def run(*args, cwd=None):
@@ -177,6 +178,119 @@ def test_two_entries_share_one_module_converted_once():
     assert proc.stdout.count("+hvd.init()") == 2
 
 
+def test_a_shared_data_helper_is_divided_at_the_training_call():
+    """data.load() makes the training and the validation data: sharded inside it, the
+    validation was cut too, and rank 0 printed the metric of its half (on 2 ranks: 32 of 64
+    examples, and the ranks disagreed). The training call is divided where the loop uses it;
+    data.py is not changed; the validation loop reads all of its data on every rank."""
+    proc = run("convert", "shared_helper", "--diff", cwd=PROJECTS)
+    assert proc.returncode == 0, proc.stderr
+    assert "--- a/shared_helper/data.py" not in proc.stdout
+    assert "+for x, y in load(\"train\").apply(lambda ds: ds.shard(hvd.size(), hvd.rank())" in proc.stdout
+    assert " for x, y in load(\"val\"):" in proc.stdout
+    assert ("`load()` also makes data that no training loop reads (`load(\"val\")`), which stays whole on every "
+            "rank: divided where training uses it") in proc.stderr
+
+
+# -- a script that another script imports ------------------------------------------------
+def _top_level_calls(text: str) -> list[str]:
+    """The calls a module makes when imported: its top level, its `__main__` block left out."""
+    import ast
+
+    out = []
+    for stmt in ast.parse(text).body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+            continue
+        out += [ast.unparse(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    return out
+
+
+def test_a_script_another_imports_gets_its_setup_in_its_main_block(tmp_path):
+    """calmisential's ResNet shape: evaluate.py does `from train import get_model`, train.py
+    trains under `__main__`. Importing the converted train.py sets nothing up (point 12); run,
+    it sets Horovod up at the head of its block, before any Horovod call (point 1)."""
+    proc = run("convert", "imported_script", "--diff", cwd=PROJECTS)
+    assert proc.returncode == 0, proc.stderr
+    assert ("set-up in the `__main__` block of imported_script/train.py: imported_script/evaluate.py imports it, "
+            "and sets nothing up") in proc.stderr
+    project = tmp_path / "imported_script"
+    shutil.copytree(PROJECTS / "imported_script", project)
+    assert run("convert", str(project), "--write").returncode == 0
+    train = read(project / "train.py")
+    assert _top_level_calls(train) == [] and "import horovod.tensorflow as hvd\n" in train
+    block = train.split('if __name__ == "__main__":\n')[1]
+    assert block.startswith("    hvd.init()\n") and block.index("hvd_broadcast_done = ") < block.index("hvd.rank()")
+    assert "hvd.init()" in read(project / "evaluate.py")      # (its modules call Horovod: evaluate sets it up)
+
+
+def test_the_script_converted_alone_puts_its_setup_in_its_block_too():
+    alone = run("convert", "imported_script/train.py", "--diff", cwd=PROJECTS)
+    assert alone.returncode == 0, alone.stderr
+    assert "+    hvd.init()" in alone.stdout and "\n+hvd.init()" not in alone.stdout
+    whole = run("convert", "imported_script", "--diff", cwd=PROJECTS).stdout
+    train = "--- a/imported_script/train.py" + whole.split("--- a/imported_script/train.py")[1].split("--- a/")[0]
+    assert train in alone.stdout
+
+
+def test_an_imported_script_of_one_module_is_a_program_too(tmp_path):
+    """train.py imports no project module, but evaluate.py imports it: still its set-up
+    goes in its block (converted alone, it would be at its top)."""
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\n\ndef get_model():\n    return tf.keras.Sequential([tf.keras.layers.Dense(1)])\n\n\n"
+        "if __name__ == \"__main__\":\n    x = tf.random.normal((64, 4))\n    model = get_model()\n"
+        "    model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\n"
+        "    model.fit(x, tf.reduce_sum(x, axis=1), batch_size=8, epochs=2)\n")
+    (tmp_path / "evaluate.py").write_text("from train import get_model\n\nprint(get_model())\n")
+    proc = run("convert", str(tmp_path / "train.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert _top_level_calls(proc.stdout) == [] and '__main__":\n    hvd.init()\n' in proc.stdout
+    assert "evaluate.py imports it, and sets nothing up" in proc.stderr
+
+
+def test_an_imported_script_whose_top_level_runs_code_keeps_its_setup_on_top_and_says_why(tmp_path):
+    project = tmp_path / "imported_script"
+    shutil.copytree(PROJECTS / "imported_script", project)
+    train = project / "train.py"
+    train.write_text(read(train).replace("\n\ndef get_model", "\ntf.random.set_seed(7)\n\n\ndef get_model"))
+    proc = run("convert", str(train), "--diff")
+    assert proc.returncode == 0, proc.stderr
+    assert "\n+hvd.init()" in proc.stdout and "+    hvd.init()" not in proc.stdout
+    assert "12. the program is the project (the entry and its project modules): partly done" in proc.stderr
+    assert "its top level runs code before the `__main__` block" in proc.stderr
+    assert "put what it runs when started under `if __name__ == \"__main__\":`" in proc.stderr
+
+
+def _trains_at_top_level(tmp_path: Path) -> Path:
+    """imported_script with train.py's `__main__` block dedented: importing it trains."""
+    project = tmp_path / "imported_script"
+    shutil.copytree(PROJECTS / "imported_script", project)
+    train = project / "train.py"
+    head, block = read(train).split('if __name__ == "__main__":\n')
+    train.write_text(head + "".join(line[4:] if line.startswith("    ") else line
+                                    for line in block.splitlines(keepends=True)))
+    return project
+
+
+def test_a_module_that_trains_when_imported_gets_its_own_setup_too(tmp_path):
+    """evaluate.py imports train.py, which trains at its top level: one program of
+    evaluate.py (its set-up first), and train.py, a script too, gets the set-up at its top
+    (it runs on its own; at the import, after evaluate.py's, a second one does nothing);
+    point 12 says so and how to keep it out of the import."""
+    project = _trains_at_top_level(tmp_path)
+    proc = run("convert", str(project), "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert "train.py trains when evaluate.py imports it" in proc.stderr
+    assert "12. the program is the project (the entry and its project modules): partly done" in proc.stderr
+    train, evaluate = read(project / "train.py"), read(project / "evaluate.py")
+    for text in (train, evaluate):
+        assert text.count("hvd.init()") == 1 and text.index("hvd.init()") < text.index("set_visible_devices")
+    assert train.index("hvd.init()") < train.index("hvd_broadcast_done = ") < train.index("def get_model")
+    again = run("convert", str(project), "--diff")
+    assert again.returncode == 0 and again.stdout == "", again.stdout
+
+
 # -- the link ----------------------------------------------------------------------------
 def _link(project: Path, entry: str):
     return link(Layout(project, project / entry, read))
@@ -222,3 +336,30 @@ def test_a_name_two_modules_define_is_said(tmp_path):
     proc = run("convert", str(tmp_path / "train.py"), "--diff")
     assert "12. the program is the project (the entry and its project modules): not done" in proc.stderr
     assert "`build` is also defined in" in proc.stderr
+
+
+def test_a_library_modules_main_block_is_left_out_with_its_module_reads():
+    """evaluate.py imports train.py, whose `__main__` block reads `config.EPOCHS`: the block
+    is left out of evaluate's program whole (its reads were cut out of it and garbled it)."""
+    lk = _link(PROJECTS / "imported_script", "evaluate.py")
+    compile(lk.text, "linked", "exec")
+    assert "def get_model" in lk.text and "for epoch" not in lk.text and "EPOCHS):" not in lk.text
+
+
+def test_a_name_read_through_its_module_is_replaced_with_its_module(tmp_path):
+    """`config.EPOCHS` is linked as `EPOCHS`; the edit that divides it maps back with the
+    module's name inside (it once gave `config.int(math.ceil(EPOCHS / hvd.size()))`)."""
+    (tmp_path / "config.py").write_text("EPOCHS = 2\nLR = 0.01\n")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n\nimport config\n\nx = tf.random.normal((64, 4))\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer=tf.keras.optimizers.SGD(config.LR), loss='mse')\n"
+        "model.fit(x, tf.reduce_sum(x, axis=1), batch_size=8, epochs=config.EPOCHS)\n")
+    proc = run("convert", str(tmp_path / "train.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "epochs=int(math.ceil(config.EPOCHS / hvd.size()))" in proc.stdout, proc.stdout
+    lk = _link(tmp_path, "train.py")
+    at = lk.text.index("EPOCHS)")
+    config_read = read(tmp_path / "train.py").index("config.EPOCHS")
+    assert lk.file_edits([Edit(at, at + 6, "f(EPOCHS)")]) == {
+        (tmp_path / "train.py").resolve(): [Edit(config_read, config_read + 13, "f(config.EPOCHS)")]}

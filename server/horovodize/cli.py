@@ -346,7 +346,7 @@ def cmd_convert(args) -> int:
                             f"program: horovodize convert {found[0]} --diff (or --file-only to convert this file alone)")
         root = found[1] if found is not None else None
         if root is not None:
-            if args.to_script:
+            if args.to_script and target.suffix != ".ipynb":
                 raise UserError("--to-script takes a single notebook (.ipynb)")
             programs = {target: root}
     if args.output and (len(files) != 1 or target.is_dir()):
@@ -479,9 +479,13 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
 
 # -- programs of several modules (contract point 12) ----------------------------------------
 def _read(path: Path) -> str:
-    """A module of a program: an empty one (a package's ``__init__.py``) reads as ''."""
+    """A module of a program: an empty one (a package's ``__init__.py``) reads as ''; a
+    notebook as its code cells' one program."""
     if not read_bytes(path).strip():
         return ""
+    if path.suffix == ".ipynb":
+        from .app.notebook_program import program_text
+        return program_text(read_source(path), str(path))
     return read_source(path)
 
 
@@ -527,55 +531,72 @@ def _check_program(entry: Path, root: Path, select, args, results: list, only: P
 
     _layout, lk, analysis = analyze_program(entry, _read, root, getattr(args, "keras_target", "tf.keras"),
                                             strict=False)
+    nb = None
+    if lk.entry.suffix == ".ipynb":           # (a notebook's places are (cell, line, column), as ruff says them)
+        from .app import notebook
+        nb = notebook.load(read_source(entry), str(entry))
 
-    def where(offset: int) -> tuple[Path, int, int]:
+    def where(offset: int) -> tuple[Path, dict]:
         path, off = lk.locate(offset)
         path = path or lk.entry
+        if nb is not None and path == lk.entry:
+            return path, dict(zip(("cell", "line", "column"), nb.locate(off)))
         line, col = lk.modules[path].source.position(off)
-        return path, line + 1, col + 1
+        return path, {"line": line + 1, "column": col + 1}
 
     for f in analysis.findings:
         if select is not None and f.code not in select:
             continue
-        path, l1, c1 = where(f.start)
+        path, at = where(f.start)
         if only is not None and path != only.resolve():
             continue
-        _p2, l2, c2 = where(f.end)
+        if "cell" in at and nb.masked(lk.locate(f.start)[1], lk.locate(f.end)[1]):
+            continue                          # (a magic: never reported)
+        p2, end = where(f.end)
+        if p2 != path or end.get("cell") != at.get("cell"):
+            end = at
         results.append({
-            "path": plan.shown(path), "code": f.code, "severity": f.severity, "message": f.message,
-            "line": l1, "column": c1, "end_line": l2 if _p2 == path else l1, "end_column": c2 if _p2 == path else c1,
-            "fixable": f.fix is not None, "blocks": list(f.blocks),
-            "related": [dict(zip(("line", "column"), where(r.start)[1:]), message=r.message, path=plan.shown(where(r.start)[0]))
-                        for r in f.related],
+            "path": plan.shown(path), **({"cell": at["cell"]} if "cell" in at else {}), "code": f.code,
+            "severity": f.severity, "message": f.message, "line": at["line"], "column": at["column"],
+            "end_line": end["line"], "end_column": end["column"], "fixable": f.fix is not None, "blocks": list(f.blocks),
+            "related": [dict(where(r.start)[1], message=r.message, path=plan.shown(where(r.start)[0])) for r in f.related],
         })
     if select is None and only is None:
         for code, line, message in analysis.refusal_reasons():
             if code.startswith("point "):
                 path, file_line = lk.locate_line(line)
-                results.append({"path": plan.shown(path or lk.entry), "code": code, "severity": "warning",
-                                "message": f"blocks convert: {message}", "line": file_line, "column": 1,
-                                "end_line": file_line, "end_column": 1, "fixable": False, "blocks": [],
-                                "related": []})
+                cell = nb.locate_line(file_line)[:2] if nb is not None and path == lk.entry else None
+                results.append({"path": plan.shown(path or lk.entry), **({"cell": cell[0]} if cell else {}),
+                                "code": code, "severity": "warning", "message": f"blocks convert: {message}",
+                                "line": cell[1] if cell else file_line, "column": 1, "end_line": cell[1] if cell else file_line,
+                                "end_column": 1, "fixable": False, "blocks": [], "related": []})
 
 
 
 def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=None) -> tuple[int, int]:
     """Convert the program `entry` starts with the project modules it imports: one report,
-    a diff per file, every file written or none. (1 if changed, 1 if refused)."""
+    a diff per file, every file written or none. (1 if changed, 1 if refused). A notebook
+    entry's edits become cell edits of its JSON text (`app.notebook_program`)."""
     from .app import report
     from .project import plan
-    from .project.program import convert_program, relocate_report
+    from .project.program import FileChange, convert_program, relocate_report
 
     if isinstance(prepared, UserError):
         raise prepared
     conv = prepared or convert_program(entry, plan.original_reader(done, _read), root, args.keras_target,
                                          args.scale_lr, args.require_local_fs)
-    changes = [f for f in conv.files if f.changed]
+    files, nbc = list(conv.files), None
+    if entry.suffix == ".ipynb":
+        from .app import notebook, notebook_program
+        nbc = notebook_program.on_disk(conv, read_source(entry), str(entry))
+        files[0] = FileChange(conv.entry, nbc.before, nbc.after)
+    changes = [f for f in files if f.changed]
     whole = args.diff or args.write
     if not whole and any(f.path != conv.entry for f in changes):
         raise UserError(f"{entry}: the conversion also changes the project modules it imports "
                         f"({', '.join(conv.name(f.path) for f in changes if f.path != conv.entry)}); use --diff or "
-                        "--write (or --file-only to convert this file alone)")
+                        "--write (or --file-only to convert this file alone)" +
+                        (", then --to-script on the converted notebook" if nbc is not None and args.to_script else ""))
     for f in changes:
         if f.path in done and done[f.path] != f.after:
             raise UserError(f"{f.path}: two programs of {root} need different edits in this shared module; "
@@ -583,23 +604,31 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
     if args.write:
         for f in changes:
             check_writable(f.path)
-    data = relocate_report(report.build(conv.analysis, str(entry)), conv)
+    data = relocate_report(report.build(conv.analysis, str(entry)), conv, nbc.cells if nbc else None)
+    if nbc is not None:
+        data["launch"] = notebook.launch(args.to_script)
     print(json.dumps(data) if getattr(args, "format", "text") == "json" else report.text(data), file=sys.stderr)
-    if not whole:              # only the entry changes: printed (or -o) as for one file
-        _write_out(Path(args.output), conv.files[0].after) if args.output else sys.stdout.write(conv.files[0].after)
+    if nbc is not None and args.to_script:
+        if conv.refused:
+            print(f"{entry}: refused; {args.to_script} not written", file=sys.stderr)
+        else:
+            _write_out(Path(args.to_script), nbc.script())
+    elif not whole:            # only the entry changes: printed (or -o) as for one file
+        _write_out(Path(args.output), files[0].after) if args.output else sys.stdout.write(files[0].after)
     if conv.refused:
         return 0, 1
     if not changes:
         print(f"{entry}: nothing to change", file=sys.stderr)
     for f in changes:
         if args.diff and done.get(f.path) != f.after:       # (a module two programs share: once)
-            sys.stdout.write(unified_diff(f.path, f.before, f.after))
+            sys.stdout.write(nbc.diff(diff_name(entry)) if nbc is not None and f is files[0]
+                             else unified_diff(f.path, f.before, f.after))
     if args.write:
         for f in changes:             # (all checked writable above: a failure here is the disk's)
             if done.get(f.path) == f.after:
                 continue
             try:
-                write_back(f.path, f.before, f.after)
+                write_back(f.path, f.before, f.after, program=f.path.suffix != ".ipynb")
             except ParseError as e:
                 raise UserError(f"{f.path}: conversion does not parse ({e}); file left unchanged")
             except OSError as e:
@@ -607,7 +636,6 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
     for f in changes:
         done[f.path] = f.after
     return int(bool(changes)), 0
-
 
 
 def _write_out(out: Path, text: str) -> None:

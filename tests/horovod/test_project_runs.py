@@ -105,3 +105,54 @@ def test_project_data_fetched_once_per_host(hvd_env, horovodize_exe, tmp_path):
     written = {r: {p for e, p, _t in events.get(r, ()) if e == "write"} for r in range(SIZE)}
     assert {"features.zip", "data/features.npz"} <= written[0], f"rank 0 wrote {sorted(written[0])}\n{info}"
     assert not written[1], f"rank 1 wrote {sorted(written[1])}\n{info}"
+
+
+def test_notebook_of_a_project_runs_distributed(hvd_env, horovodize_exe, tmp_path):
+    """A notebook importing model.py and data.py (tests/projects/notebook): ``convert DIR
+    --write`` converts the three as one program, ``--to-script`` exports the converted cells
+    beside the modules; on 2 ranks: same weights, the rate scaled in model.py, half the data
+    per rank (sharded in data.py), rank 0 alone prints and writes."""
+    project = tmp_path / "notebook"
+    shutil.copytree(PROJECTS / "notebook", project)
+    proc = subprocess.run([str(horovodize_exe), "convert", str(project), "--write"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "12. the program is the project" in proc.stderr, proc.stderr
+    script = project / "train_nb.py"
+    export = subprocess.run([str(horovodize_exe), "convert", str(project / "train.ipynb"), "--to-script", str(script)],
+                            capture_output=True, text=True, timeout=120)
+    assert export.returncode == 0, export.stderr
+    run = H.horovodrun(script, tmp_path, np=SIZE)
+    info = f"exit {run.returncode}\n{script.read_text()}\n--- output tail ---\n{run.tail()}"
+    assert run.returncode == 0 and not run.timed_out and sorted(run.reports) == list(range(SIZE)), info
+    sums = [run.reports[r]["checksum"] for r in range(SIZE)]
+    assert all(math.isclose(s, sums[0], rel_tol=1e-9) for s in sums), f"weights differ: {sums}\n{info}"
+    for r in range(SIZE):
+        assert math.isclose(run.reports[r]["lr"], 0.01 * SIZE, rel_tol=1e-5), info
+        assert run.reports[r]["examples"] == 256 // SIZE, info
+    assert re.search(r"notebook step 0", run.stdout.get(0, "")) and not re.search(r"notebook step", run.stdout.get(1, "")), info
+    assert (tmp_path / "out" / "notebook-rank0").is_dir() and not (tmp_path / "out" / "notebook-rank1").exists(), info
+
+
+def test_script_another_imports_runs_distributed_and_its_importer_alone(hvd_env, horovodize_exe, tmp_path):
+    """calmisential's ResNet shape (tests/projects/imported_script): train.py, whose set-up
+    the conversion put in its ``__main__`` block, trains on 2 ranks as one program; then
+    evaluate.py, which imports train.py, runs as one process (rank 0 of 1) and reads what
+    rank 0 saved."""
+    project = tmp_path / "imported_script"
+    shutil.copytree(PROJECTS / "imported_script", project)
+    proc = subprocess.run([str(horovodize_exe), "convert", str(project), "--write"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "set-up in the `__main__` block" in proc.stderr, proc.stderr
+    run = H.horovodrun(project / "train.py", tmp_path, np=SIZE)
+    info = f"exit {run.returncode}\n--- report ---\n{proc.stderr}\n--- output tail ---\n{run.tail()}"
+    assert run.returncode == 0 and not run.timed_out and sorted(run.reports) == list(range(SIZE)), info
+    sums = [run.reports[r]["checksum"] for r in range(SIZE)]
+    assert all(math.isclose(s, sums[0], rel_tol=1e-9) for s in sums), f"weights differ: {sums}\n{info}"
+    for r in range(SIZE):
+        assert math.isclose(run.reports[r]["lr"], 0.5 * SIZE, rel_tol=1e-5), info
+        assert run.reports[r]["steps"] == 2 * 256 // 16 // SIZE, info
+    assert re.search(r"Epoch: 1/2", run.stdout.get(0, "")) and not re.search(r"Epoch", run.stdout.get(1, "")), info
+    py, _ = H.require_hvd_env()
+    evaluate = subprocess.run([str(py), str(project / "evaluate.py")], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env=H.run_env(tmp_path / "reports", tmp_path / "out"))
+    assert evaluate.returncode == 0 and "The accuracy on test set is" in evaluate.stdout, evaluate.stderr[-3000:]

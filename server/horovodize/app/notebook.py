@@ -570,11 +570,15 @@ def relocate_report(data: dict, nb: Notebook, script: str | None = None) -> dict
             fix(d)
             if "note" in d:
                 d["note"] = text(d["note"])
-    if script:
-        data["launch"] = (f"run it on N ranks: horovodrun -np N -H host1:4,host2:4 python {script} "
-                          f"(N = hosts x slots, e.g. -np 8 on two hosts of 4; one machine: "
-                          f"horovodrun -np 2 -H localhost:2 python {script})")
-    else:
-        data["launch"] = ("a notebook is not started by horovodrun: `horovodize convert NOTEBOOK.ipynb "
-                          "--to-script train.py` writes the converted program and the command that runs it")
+    data["launch"] = launch(script)
     return data
+
+
+def launch(script: str | None) -> str:
+    """The report's line on how to run a converted notebook (its script, `script`, if written)."""
+    if script:
+        return (f"run it on N ranks: horovodrun -np N -H host1:4,host2:4 python {script} "
+                f"(N = hosts x slots, e.g. -np 8 on two hosts of 4; one machine: "
+                f"horovodrun -np 2 -H localhost:2 python {script})")
+    return ("a notebook is not started by horovodrun: `horovodize convert NOTEBOOK.ipynb "
+            "--to-script train.py` writes the converted program and the command that runs it")

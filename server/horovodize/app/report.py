@@ -190,8 +190,9 @@ def _places(group: list[dict], shown: int = 4) -> str:
 
 def _at(item: dict) -> str:
     """``line N``, ``cell C line N`` in a notebook (the cell's number in its `cells` list), or
-    ``FILE line N`` in a program of several files."""
+    ``FILE line N`` (``FILE cell C line N``: its notebook) in a program of several files."""
     if "file" in item:
-        return f"{item['file']} line {item['line']}"
+        cell = f" cell {item['cell']}" if "cell" in item else ""
+        return f"{item['file']}{cell} line {item['line']}"
     return f"cell {item['cell']} line {item['line']}" if "cell" in item else f"line {item['line']}"
 

@@ -7,8 +7,9 @@ entry's folder first on ``sys.path``; ``python -m pkg.main`` the current folder,
 the root): ``a/b.py`` or ``a/b/__init__.py`` below one of those bases. An import that
 resolves nowhere there is a library's (installed, or missing): not the project's.
 
-Requires: parse (Source, imports helpers). Provides: `find_root`, `Layout`, `ProjectImport`,
-`Module`, `project_entries`, `top_imports`.
+Requires: parse (Source, imports helpers), errors. Provides: `find_root`, `Layout`, `ProjectImport`,
+`Module`, `project_entries`, `top_imports`, `main_block`, `runs_code`,
+`first_code`, `importers`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UserError
 from ..parse import nodes as N
 from ..parse.imports import dotted_name, from_module_text, from_names, import_bindings, import_names
 from ..parse.source import Source
@@ -243,8 +245,8 @@ def project_files(root: Path) -> list[Path]:
 
 
 def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], set[Path]]:
-    """(entries, files imported by another project file) of a folder: an entry is a file
-    with a ``__main__`` block, one no other project file imports that runs code at top
+    """(entries, files imported by another project file) of a folder: an entry is a notebook
+    (`read` gives its code cells as one program), a file with a ``__main__`` block, one no other project file imports that runs code at top
     level beyond definitions and imports, or a console script's module (``[project.scripts]``
     in pyproject.toml)."""
     root = root.resolve()
@@ -260,6 +262,9 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
         r = f.resolve()
         if f.name == "__init__.py":
             continue
+        if f.suffix == ".ipynb":        # (`read` gives its code cells as one program): started as a whole
+            entries.append(f)
+            continue
         module = trees[f]
         # a script another one imports (``from train import build``) is still started on its
         # own when it has a __main__ block; top-level code alone runs at import: a library's
@@ -269,16 +274,44 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
     return entries, imported
 
 
-def runs_code(module) -> bool:
+def runs_code(module, skip=None) -> bool:
+    """Whether the module's top level runs code beyond definitions, imports and constants
+    (`skip`: a statement left out, its ``__main__`` block)."""
+    return first_code(module, skip) is not None
+
+
+def first_code(module, skip=None):
+    """The first top-level statement that runs code beyond definitions, imports and
+    constants (a call), or None."""
     for stmt in module.children:
-        if stmt.type in ("funcdef", "classdef", "decorated", "newline", "endmarker"):
+        if stmt is skip or stmt.type in ("funcdef", "classdef", "decorated", "newline", "endmarker"):
             continue
         if stmt.type == "simple_stmt" and all(
                 c.type in ("import_name", "import_from", "newline", "string", "expr_stmt") for c in stmt.children):
             if not any(c.type == "expr_stmt" and next(N.calls_in(c), None) is not None for c in stmt.children):
                 continue
-        return True
-    return False
+        return stmt
+    return None
+
+
+def importers(root: Path, path: Path, read) -> list[Path]:
+    """The project's .py files below `root` that import the module `path` (``from train
+    import get_model`` in evaluate.py); a file is parsed only when a line of it names the
+    module after ``import``/``from``."""
+    path = path.resolve()
+    name = path.parent.name if path.name == "__init__.py" else path.stem
+    named = re.compile(rf"^[ \t]*(?:from|import)\b[^\n]*\b{re.escape(name)}\b", re.M)
+    out = []
+    for f in project_files(root):
+        if f.resolve() == path:
+            continue
+        try:
+            if not named.search(read(f)) or path not in Layout(root, f, read).module(f).deps:
+                continue
+        except (UserError, OSError):
+            continue
+        out.append(f)
+    return out
 
 
 def _module_name(root: Path, path: Path) -> str:

@@ -148,7 +148,16 @@ class Link:
             raise self._unmappable(e)
         a, b = firsts[-1], lasts[0]
         if a is b and not a.virtual:
-            return a.path, a.fstart + e.start - a.lstart, a.fstart + e.end - a.lstart, e.new_text
+            start, end = a.fstart + e.start - a.lstart, a.fstart + e.end - a.lstart
+            read_away = self._read_away(a) if e.start == a.lstart else None
+            if read_away is None:
+                return a.path, start, end, e.new_text
+            # a name whose module was read away before it (``config.EPOCHS`` linked as
+            # ``EPOCHS``): the replacement takes the module's name with it
+            linked, original = self.text[e.start:e.end], self.modules[a.path].text[read_away.fstart:end]
+            if linked not in e.new_text:
+                raise self._unmappable(e)
+            return a.path, read_away.fstart, end, e.new_text.replace(linked, original, 1)
         inside = [p for p in self.pieces if p.lstart < e.end and p.lend > e.start]
         if a.path is None or any(p.path != a.path for p in inside) \
                 or (a.virtual and e.start > a.lstart) or (b.virtual and e.end < b.lend):
@@ -160,6 +169,16 @@ class Link:
         if linked not in e.new_text:
             raise self._unmappable(e)
         return path, start, end, e.new_text.replace(linked, original, 1)
+
+    def _read_away(self, p: Piece) -> Piece | None:
+        """The empty written piece just before copied piece `p` that stands for a module's
+        name read away in its file (``config.`` of ``config.EPOCHS``), or None."""
+        i = self.pieces.index(p)
+        before = self.pieces[i - 1] if i else None
+        if before is not None and before.virtual and before.lstart == before.lend and before.path == p.path \
+                and before.fend == p.fstart and before.fstart < before.fend:
+            return before
+        return None
 
     def _unmappable(self, e: Edit) -> UserError:
         path, line = self.locate_line(self.text.count("\n", 0, e.start) + 1)
@@ -258,7 +277,8 @@ def _replacements(m: Module, is_entry: bool) -> list[tuple[int, int, str]]:
     if not is_entry:
         block = main_block(src.module)
         if block is not None:
-            out.append((src.line_start(src.offset(block.start_pos)), src.offset(block.end_pos), ""))
+            start, end = src.line_start(src.offset(block.start_pos)), src.offset(block.end_pos)
+            out = [r for r in out if not (start <= r[0] < end)] + [(start, end, "")]   # (its reads go with it)
     out.sort()
     return out
 

@@ -1,7 +1,7 @@
 """Which program a file belongs to, and the programs of a folder.
 
 `program_for` answers for one file: a script that imports project modules starts a program
-of its own; a module of definitions belongs to the first entry of its project that imports
+of its own (so does a notebook that does, and a script another project file imports); a module of definitions belongs to the first entry of its project that imports
 it; anything else is a program alone. `plan_folder` splits a folder into the files
 converted alone and the programs (entry → root), leaving out the modules a program
 converts. `prepare` converts a folder's programs before any is shown or written, so a
@@ -22,18 +22,23 @@ from pathlib import Path
 from ..engine import analyze
 from ..errors import UserError
 from ..parse.source import Source
-from .layout import Layout, find_root, main_block, package_parent, project_entries, project_files, runs_code
+from .layout import (Layout, find_root, importers, main_block, package_parent, project_entries, project_files,
+                     runs_code)
 from .program import add_init, convert_program, is_project
 
 
 def program_for(path: Path, read) -> tuple[Path, Path] | None:
     """(entry, root) of the program `path` belongs to: itself when it is a script that
-    imports modules of its project; for a module of definitions, the first entry of its
-    project that imports it; None for a file that is a program alone."""
-    if path.suffix != ".py" or not path.is_file():
+    imports modules of its project, or one with a ``__main__`` block that another project
+    file imports (its set-up then goes in that block), or a notebook that imports modules of
+    its project (`read` gives its code cells as one program); for a module of definitions,
+    the first entry of its project that imports it; None for a file that is a program alone."""
+    if path.suffix not in (".py", ".ipynb") or not path.is_file():
         return None
     root = find_root(path)
     try:
+        if path.suffix == ".ipynb":
+            return (path, root) if is_project(path, root, read) else None
         module = Source(read(path)).module
         if main_block(module) is None and not runs_code(module):
             for folder in dict.fromkeys([package_parent(path), root]):
@@ -42,7 +47,9 @@ def program_for(path: Path, read) -> tuple[Path, Path] | None:
                     if path.resolve() in Layout(folder, entry, read).program()[1:]:
                         return entry, folder
             return None
-        return (path, root) if is_project(path, root, read) else None
+        if is_project(path, root, read) or (main_block(module) is not None and importers(root, path, read)):
+            return path, root
+        return None
     except UserError:
         return None
 
@@ -65,7 +72,7 @@ def plan_folder(folder: Path, files: list[Path], read) -> tuple[list[Path], dict
     """(the files to convert, entry -> root of each program of several modules, what to tell
     the user): a module a program imports is converted with it, not on its own; a module
     that others import but no entry reaches is left out."""
-    py = [f for f in files if f.suffix == ".py"]
+    py = [f for f in files if f.suffix in (".py", ".ipynb")]
     try:
         entries, imported = project_entries(folder, py, read)
     except UserError:
@@ -73,7 +80,7 @@ def plan_folder(folder: Path, files: list[Path], read) -> tuple[list[Path], dict
     programs, covered = {}, set()
     for e in entries:
         reach = Layout(folder, e, read).program()
-        if len(reach) > 1:
+        if len(reach) > 1 or e.resolve() in imported:     # (imported: its set-up goes in its __main__ block)
             programs[e] = folder
             covered.update(reach[1:])
     starts = {e.resolve() for e in entries}

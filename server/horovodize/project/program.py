@@ -5,11 +5,18 @@ unchanged engine on that one text, and maps its edits back to the files they bel
 the set-up lands in the entry, above its first project import (so it runs before any
 project module's code), never in a library module; a library module that an edit makes
 name Horovod (or ``math``, or TensorFlow) gets that import, and nothing else of the set-up.
-The report's lines become (file, line), and point 12 lists the program's files and what is
-out of sight (a dynamic import).
+An entry that other project files import (a script that is also a module: evaluate.py's
+``from train import get_model``) gets its set-up at the head of its ``__main__`` block
+instead (`main_setup`): their import of it sets nothing up. A module whose import trains
+(a script with training at its top level) gets the set-up's statements at its top too: it is
+started on its own as well, and at the import a second set-up does nothing. The report's lines become
+(file, line) (or (file, cell, line) for a notebook entry, through `relocate_report`'s
+`cells`), and point 12 lists the program's files, where the set-up went and what is out of
+sight (a dynamic import).
 
-Requires: engine, parse (Source, Edit, apply_edits), project.layout, project.link, errors.
-Provides: `ProgramConversion`, `convert_program`, `is_project`.
+Requires: engine, parse (Source, Edit, apply_edits), project.layout, project.link,
+project.main_setup, errors.
+Provides: `ProgramConversion`, `convert_program`, `is_project`, `relocate_report`, `add_init`.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from pathlib import Path
 from ..engine import Analysis, analyze, without_overlaps
 from ..errors import UserError
 from ..parse.source import Edit, ParseError, Source, apply_edits
+from . import main_setup
 from .layout import Layout, find_root, top_imports
+from .layout import importers as importers_of
 from .link import Link, link
 
 PROJECT_POINT = (12, "the program is the project (the entry and its project modules)")
@@ -48,6 +57,10 @@ class ProgramConversion:
     files: list[FileChange] = field(default_factory=list)      # the entry first, then the modules
     outside: list[tuple[Path, int, str]] = field(default_factory=list)
     init_for: list[Path] = field(default_factory=list)          # modules another program made call Horovod
+    setup: list[Edit] = field(default_factory=list)             # the entry's edits that are the set-up
+    importers: list[Path] = field(default_factory=list)         # project files that import the entry
+    main_setup: str | None = None       # the entry is imported: why its set-up is not in its __main__ block (None: it is)
+    trainers: dict = field(default_factory=dict)   # module that trains when imported -> line of its training
 
     @property
     def refused(self) -> bool:
@@ -93,13 +106,19 @@ def analyze_program(entry: Path, read, root: Path | None = None, keras_target: s
 
 
 def convert_program(entry: Path, read, root: Path | None = None, keras_target: str = "tf.keras",
-                    scale_lr: bool = True, require_local_fs: bool = False) -> ProgramConversion:
+                    scale_lr: bool = True, require_local_fs: bool = False,
+                    importers: list[Path] | None = None) -> ProgramConversion:
     """The conversion of the program `entry` starts; raises UserError (a file that does not
-    parse, an edit that cannot be mapped back, a result that does not parse)."""
+    parse, an edit that cannot be mapped back, a result that does not parse). `importers`:
+    the project files that import the entry (None: looked up below the root); when there
+    are some, its set-up goes in its ``__main__`` block (`main_setup`)."""
     root = root or find_root(entry)
     layout, lk, analysis = analyze_program(entry, read, root, keras_target, scale_lr=scale_lr,
                                            require_local_fs=require_local_fs)
     conv = ProgramConversion(layout.entry, root.resolve(), lk, analysis)
+    if importers is None:
+        importers = importers_of(root, layout.entry, read) if layout.entry.suffix == ".py" else []
+    conv.importers = [p.resolve() for p in importers]
     for path in [layout.entry] + lk.order:
         conv.outside += [(path, line, text) for line, text in layout.module(path).outside]
     for name, places in lk.collisions:
@@ -110,11 +129,16 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
     known = _program_imports(conv)
     per_file = _placed(conv, known)
     moved = _move_state(conv, per_file)
+    if conv.importers and conv.setup:
+        _setup_in_main(conv, per_file, moved)
+    conv.trainers = _trains_when_imported(conv) if conv.setup else {}
+    own_setup = _module_setup(conv.setup)
     for path in [layout.entry] + lk.order:
         before = lk.modules[path].text
         edits = per_file.get(path, [])
         if path != layout.entry:
-            edits = edits + _imports_needed(lk.modules[path].source, edits, known, moved.get(path, ""))
+            setup = own_setup if path in conv.trainers else ""
+            edits = edits + _imports_needed(lk.modules[path].source, edits, known, setup + moved.get(path, ""))
         edits = without_overlaps(edits)
         after = apply_edits(before, edits)
         if after != before:
@@ -139,7 +163,9 @@ def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[E
         if path != conv.entry or e.start != e.end:
             start = lk.split
             text = _own_lines(text)
-        out.setdefault(conv.entry, []).append(Edit(start, start, _with_tf(lk, text, start)))
+        placed = Edit(start, start, _with_tf(lk, text, start))
+        out.setdefault(conv.entry, []).append(placed)
+        conv.setup.append(placed)
     for path, mapped in lk.file_edits([e for e in edits if e not in setup]).items():
         for e in mapped:
             if path != conv.entry and INIT.search(e.new_text):
@@ -154,6 +180,64 @@ def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[E
 
 
 INIT = re.compile(r"\bhvd\.init\(\)")
+
+
+def _trains_when_imported(conv: ProgramConversion) -> dict[Path, int]:
+    """The modules (not the entry) whose import runs a training loop (a script with training
+    at its top level that the entry imports, ``from train import get_model``): {module: the
+    line of its training}. Such a module is a script too: started on its own it needs the
+    set-up, so it gets one at its top (`_module_setup`); at the entry's import of it, the
+    entry's set-up has run, and a second one does nothing."""
+    lk, analysis = conv.link, conv.analysis
+    out: dict[Path, int] = {}
+    for site in (analysis.summary.sites if analysis.summary else []):
+        if site.node is None:
+            continue
+        path, offset = lk.locate(analysis.source.offset(site.node.start_pos))
+        if path is None or path == conv.entry or path in out:
+            continue
+        module = lk.modules[path].source
+        if site.function is None or site.function.name.value in _called_at_top(module.module):
+            out[path] = module.position(offset)[0] + 1
+    return out
+
+
+def _called_at_top(module) -> set[str]:
+    """The names called by a module's top-level statements (definitions and its ``__main__``
+    block left out)."""
+    from ..parse import nodes as N
+    from .layout import main_block
+
+    block, names = main_block(module), set()
+    for stmt in module.children:
+        if stmt is block or stmt.type in ("funcdef", "classdef", "decorated"):
+            continue
+        names.update(c.callee_dotted() or "" for c in N.calls_in(stmt))
+    return names
+
+
+def _module_setup(setup: list[Edit]) -> str:
+    """The set-up's statements (``hvd.init()``, the GPU pinning) without its imports and
+    state, for a module that trains when imported (`_trains_when_imported`)."""
+    lines = [line for e in setup for line in e.new_text.splitlines()
+             if line.strip() and not main_setup.IMPORT_LINE.match(line) and not STATE.match(line)]
+    return "".join(line + "\n" for line in lines) if any(INIT.search(line) for line in lines) else ""
+
+
+def _setup_in_main(conv: ProgramConversion, per_file: dict[Path, list[Edit]], moved: dict[Path, str]) -> None:
+    """An entry other project files import: its set-up at the head of its ``__main__``
+    block, so that their import of it sets nothing up (`main_setup`); else `conv.main_setup`
+    says why it stays at the top."""
+    lk = conv.link
+    why = next((f"the state its training step needs is made at import of {conv.name(p)}" for p in moved), None)
+    for path in lk.order:
+        why = why or main_setup.blocked_by(lk.modules[path].source, conv.name(path))
+    if why is None:
+        edits, setup, why = main_setup.place(lk.modules[conv.entry].source, per_file.get(conv.entry, []), conv.setup,
+                                             conv.name(conv.entry))
+        if why is None:
+            per_file[conv.entry], conv.setup = edits, setup
+    conv.main_setup = why
 
 
 STATE = re.compile(r"^(hvd_\w+) = .*$", re.M)
@@ -289,26 +373,36 @@ def add_init(conv: ProgramConversion, modules: dict[Path, str], base: str | None
         at = conv.link.split
         bound = _top_bindings(conv.link.modules[conv.entry].source, at)
         text = ("" if "hvd" in bound else line + "\n") + "hvd.init()\n"
-        entry.edits = without_overlaps(entry.edits + [Edit(at, at, text)])
+        conv.setup.append(Edit(at, at, text))
+        entry.edits = without_overlaps(entry.edits + [conv.setup[-1]])
         entry.after = apply_edits(entry.before, entry.edits)
     conv.init_for = sorted(modules)
     return entry.after
 
 
 # -- the report ---------------------------------------------------------------------------
-def relocate_report(data: dict, conv: ProgramConversion) -> dict:
-    """The report (app/report.py's data) with linked lines made (file, line), and point 12."""
-    def where(line: int) -> tuple[str, int]:
+def relocate_report(data: dict, conv: ProgramConversion, cells=None) -> dict:
+    """The report (app/report.py's data) with linked lines made (file, line), and point 12.
+    `cells(path, line)`: (cell, line in it) for a file whose lines are a notebook's code
+    cells as one program, None for the others."""
+    def where(line: int) -> tuple[str, int | None, int]:
         path, file_line = conv.link.locate_line(line)
-        return conv.name(path), file_line
+        cell = cells(path, file_line) if cells is not None and path is not None else None
+        return (conv.name(path), *cell) if cell is not None else (conv.name(path), None, file_line)
 
     def fix(d: dict) -> None:
         if isinstance(d.get("line"), int) and "file" not in d:
-            d["file"], d["line"] = where(d["line"])
+            d["file"], cell, d["line"] = where(d["line"])
+            if cell is not None:
+                d["cell"] = cell
+
+    def said(m) -> str:
+        name, cell, line = where(int(m.group(1)))
+        return f"{name} cell {cell} line {line}" if cell is not None else f"{name} line {line}"
 
     def text(s: str) -> str:
         s = re.sub(r"\bthis file\b", "this program", s)      # (the engine's notes speak of one file)
-        return re.sub(r"\bline (\d+)", lambda m: "%s line %d" % where(int(m.group(1))), s)
+        return re.sub(r"\bline (\d+)", said, s)
 
     for r in data["reasons"]:
         fix(r)
@@ -329,6 +423,21 @@ def relocate_report(data: dict, conv: ProgramConversion) -> dict:
     if status == "done" and left and not conv.refused:
         status = "partly done"          # the program was read as one, but not every point is done across it
         reason += "; left across its modules: point " + ", ".join(map(str, left))
+    if conv.importers and conv.setup and not conv.refused:
+        by = ", ".join(conv.name(p) for p in conv.importers)
+        if conv.main_setup is None:
+            reason += f"; set-up in the `__main__` block of {conv.name(conv.entry)}: {by} imports it, and sets nothing up"
+        else:
+            status = "partly done" if status == "done" else status
+            reason += (f"; the set-up of {conv.name(conv.entry)} stays at its top, so {by}, which imports it, runs it "
+                       f"again (a second hvd.init() does nothing): {conv.main_setup}; put what it runs when started under "
+                       "`if __name__ == \"__main__\":` and convert again")
+    for path, line in conv.trainers.items():
+        status = "partly done" if status == "done" else status
+        reason += (f"; {conv.name(path)} trains when {conv.name(conv.entry)} imports it ({conv.name(path)} line {line}): "
+                   f"its set-up is at its top too, so it runs on its own, and at that import after "
+                   f"{conv.name(conv.entry)}'s (a second hvd.init() does nothing); put its training under "
+                   "`if __name__ == \"__main__\":` to keep it out of the import")
     if conv.init_for:
         status = "done" if status == "nothing to change" else status
         reason += ("; hvd.init() added: it imports " + ", ".join(conv.name(p) for p in conv.init_for) +

@@ -24,6 +24,7 @@ class Pipeline:
     calls: list = field(default_factory=list)     # N.Call, outermost (last applied) first
     source: N.Call | None = None                  # the tf.data.Dataset.*(...) call
     known: bool = True                            # every link resolved to a dataset
+    through: list = field(default_factory=list)   # (funcdef, call node) of each local function whose return it came by
 
     def method(self, name: str) -> list:
         return [c for c in self.calls if c.method == name]
@@ -84,6 +85,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
                     inner = pipeline(ctx, ret.children[1], ret, depth + 1, passed)
                     if inner is not None:
                         inner.calls = out.calls[:-1] + inner.calls
+                        inner.through.insert(0, (fn, calls[-1].node))
                         return inner
             return None
     b = _binding_before(ctx, root.value, at or node)
@@ -203,6 +205,7 @@ def _unpacked_return(ctx: RuleContext, name: str, at, depth: int) -> Pipeline | 
         if value is not None:
             inner = pipeline(ctx, value, ret, depth + 1, passed)
             if inner is not None:
+                inner.through.insert(0, (fn, call.node))
                 return inner
     return None
 

@@ -4,7 +4,12 @@ must not be sharded:
 * a dataset a helper of another module returns (``from mydata import make_dataset``);
 * a dataset that a preprocessing layer's ``adapt()`` also reads, through a function's
   argument (``get_normalization_layer(name, train_ds)`` → ``dataset.map(...)`` → ``adapt``):
-  sharding it at its source would give each rank its own vocabulary or statistics.
+  sharding it at its source would give each rank its own vocabulary or statistics;
+* a dataset a helper of the program returns that another call of it also makes for
+  something other than training (``load("train")`` trained on, ``load("val")`` evaluated):
+  sharded in the helper, the validation data would be cut too, and a metric computed on it
+  and printed by rank 0 would be rank 0's share's. Divided at the training call, the other
+  calls keep all of it on every rank (a metric ``fit`` averages is then the same on each).
 
 The data is divided where training uses it: ``fit(train_ds)`` →
 ``fit(train_ds.apply(lambda ds: ds.shard(N, r).take(<size> // N)))``, the same on a
@@ -72,13 +77,17 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if use.site.distributed or use.expr is None or use.site.kind not in (FIT, TAPE):
             continue
         expr = N.unparen(_unwrap(ctx, N.unparen(use.expr)))
-        if expr.type != "name" or mentions_hvd(use.expr, ctx):
+        shared = _shared_helper(ctx, use)
+        if expr.type != "name" and (shared is None or expr.type not in ("atom_expr", "power")) \
+                or mentions_hvd(use.expr, ctx):
             continue
         if use.site.kind == FIT and not _fit_on_dataset_alone(use):
             continue
-        b = _binding_any(ctx, expr.value, expr)
+        b = _binding_any(ctx, expr.value, expr) if expr.type == "name" else None
         why = None
-        if b is None:
+        if shared is not None:
+            why = shared
+        elif b is None:
             why = _handed_in(ctx, expr, use)
         elif use.pipe is not None and use.pipe.source is not None and both_subsets(use.pipe.source):
             why = (f"`{expr.value}` comes from a `subset='both'` (training, validation) pair: divided where "
@@ -113,8 +122,36 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             note(ctx, expr, "done, but the data is shuffled without a seed before it is divided here: each rank "
                   "takes its share of its own order, a random 1/N that may overlap another rank's; give that "
                   "shuffle the same seed on every rank for disjoint shares")
-        yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{expr.value}`; {why}",
+        shown = expr.value if expr.type == "name" else expr.get_code(include_prefix=False)
+        yield finding(ctx, "HVD041", expr, f"every rank iterates all of `{shown}`; {why}",
                       Fix(TITLE, (seeds or []) + [_apply(ctx, expr)]))
+
+
+def _shared_helper(ctx: RuleContext, use) -> str | None:
+    """Why a pipeline that a local function returns is divided where training uses it: the
+    function is also called for data that no training loop reads (``load("val")`` beside
+    ``load("train")``), which must stay whole. None when every call of it feeds training
+    (then it is sharded at its source, inside the function)."""
+    if use.pipe is None or not use.pipe.through or use.pipe.source is None or bounded_already(ctx, use.pipe):
+        return None
+    trained = _trained_calls(ctx)
+    for fn, call in use.pipe.through:
+        others = [c.node for c in ctx.env.callers(fn) if id(c.node) not in trained]
+        if others:
+            other = " ".join(others[0].get_code(include_prefix=False).split())
+            other = other if len(other) <= 60 else f"{fn.name.value}(...)"
+            return (f"`{fn.name.value}()` also makes data that no training loop reads (`{other}`), which stays "
+                    "whole on every rank: divided where training uses it")
+    return None
+
+
+def _trained_calls(ctx: RuleContext) -> set:
+    """The calls of local functions whose returns feed a training loop (computed once)."""
+    cached = ctx.__dict__.get("_trained_calls")
+    if cached is None:
+        cached = ctx.__dict__["_trained_calls"] = {
+            id(call) for use in training_data(ctx) if use.pipe is not None for _fn, call in use.pipe.through}
+    return cached
 
 
 def _handed_in(ctx: RuleContext, expr, use) -> str | None:
