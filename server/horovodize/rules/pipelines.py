@@ -101,9 +101,35 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
         return None        # not a dataset this program builds (arrays, tensors, a loader's result)
     inner = pipeline(ctx, b.value, b.stmt, depth + 1, args)
     if inner is None:
+        if _returns_arrays(ctx, b.value):
+            return None    # ``x = preprocess(x)`` returning ``x.astype(...)[..., None] / 255.0``: arrays
         return Pipeline(out.calls, None, False)
     inner.calls = out.calls + inner.calls
     return inner
+
+
+def _returns_arrays(ctx: RuleContext, value) -> bool:
+    """`value` calls a local function whose every return is arithmetic or a subscript (``imgs /
+    255.0``, ``x[..., None]``), which no tf.data dataset can be: arrays, not a pipeline."""
+    call = N.as_call(N.unparen(value)) if value is not None else None
+    root = value.children[0] if call is not None and value.type in ("atom_expr", "power") else None
+    fn = ctx.env.function_named(root.value, value) if root is not None and root.type == "name" else None
+    rets = [r.children[1] for r in ctx.env.index.returns.get(id(fn), ()) if len(r.children) > 1] if fn else []
+
+    def array_like(expr, depth: int = 0) -> bool:
+        expr = N.unparen(expr)
+        if expr.type in ("term", "arith_expr", "factor", "shift_expr"):
+            return True
+        if expr.type == "name" and depth < 4:      # ``imgs = np.expand_dims(imgs, -1); return imgs``
+            found = [b for b in ctx.env.bindings_of(expr.value, fn) if b.stmt.start_pos < expr.start_pos]
+            return bool(found) and found[-1].value is not None and array_like(found[-1].value, depth + 1)
+        last = expr.children[-1] if expr.type in ("atom_expr", "power") else None
+        if last is not None and last.type == "trailer" and last.children[0] == "[":
+            return True
+        call = N.as_call(expr)
+        return call is not None and ((call.callee_dotted() or "").split(".")[0] in ("np", "numpy")
+                                     or call.method in ("astype", "reshape"))
+    return bool(rets) and all(array_like(r) for r in rets)
 
 
 def _reassigned(ctx: RuleContext, name: str, at) -> bool:
