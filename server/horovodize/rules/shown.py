@@ -27,6 +27,7 @@ from ..analysis.effects import COLLECTIVE, DISPLAY, WRITE
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from .base import RuleContext, under_rank0_guard
+from .pipelines import pipeline
 from .written import in_writing_callback
 
 PYPLOT = "matplotlib.pyplot."
@@ -161,6 +162,12 @@ def _display_loop(ctx: RuleContext, node, statement):
 
 def _loop_only_shows(ctx: RuleContext, loop, statement) -> bool:
     if len(loop.children) > 6 or not _only_shows(ctx, loop.children[3]):   # (a for ... else)
+        return False
+    found = pipeline(ctx, loop.children[3], loop)
+    if found is not None and found.source is not None:
+        # ``for images, labels in train_ds.take(1):`` iterates a tf.data dataset: each iteration
+        # draws its shuffle's next order, so on rank 0 alone it would put rank 0's epochs out of
+        # step with the others' (shards of one order overlap): the loop runs on every rank
         return False
     body = loop.children[-1]
     stmts = [s for s in body.children if s.type not in ("newline", "indent", "dedent")] \
