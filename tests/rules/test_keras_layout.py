@@ -55,3 +55,18 @@ def test_extract_layouts():
         assert analyze(base.format(read=read)).refused, read
     keras2 = base.format(read="os.path.join(os.path.dirname(p), 'c')")
     assert not analyze(keras2).refused and "HVD094" not in {f.code for f in analyze(keras2).findings}
+
+
+def test_a_program_that_tells_the_layouts_apart_is_not_refused():
+    """handson-ml3 ch. 15 reads the Keras 3 layout only under ``if "_extracted" in filepath:``;
+    its else branch is Keras 2's: no HVD094, the program converts (sweep 39c)."""
+    text = ('from pathlib import Path\nimport tensorflow as tf\n\n'
+            'filepath = tf.keras.utils.get_file("ridership.tgz", "https://x/ridership.tgz", cache_dir=".", extract=True)\n'
+            'if "_extracted" in filepath:\n    ridership_path = Path(filepath) / "ridership"\n'
+            'else:\n    ridership_path = Path(filepath).with_name("ridership")\n'
+            'x = tf.data.experimental.make_csv_dataset(str(ridership_path / "a.csv"), batch_size=8)\n'
+            'model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n'
+            'model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")\nmodel.fit(x, epochs=4)\n')
+    assert not [f for f in analyze(text).findings if f.code == "HVD094"]
+    unchecked = text.replace('if "_extracted" in filepath:', 'if True:')
+    assert [f.code for f in analyze(unchecked).findings if f.code == "HVD094"] == ["HVD094"]

@@ -50,7 +50,7 @@ def keras_layout_messages(env) -> list[tuple[object, str, list]]:
             continue
         for join in _joins(env, call):
             args = [a.value for a in join.args]
-            if not args:
+            if not args or _layout_checked(join.node):
                 continue
             head, rest = args[0], args[1:]
             if _is_dirname_of(head, name) and rest:
@@ -80,11 +80,25 @@ def _pathlib_read(env, call, name: str):
         left = node.children[0].get_code(include_prefix=False).strip()
         right = node.children[2]
         text = right.get_code(include_prefix=False) if right.type != "name" else texts.get(right.value, "")
+        if _layout_checked(node):
+            continue      # the program tells the two layouts apart itself
         if left in heads:
             return node, "inside"
         if left in {h + ".parent" for h in heads} and "_extracted" in text:
             return node, "extracted"
     return None
+
+
+def _layout_checked(node) -> bool:
+    """`node` is in a branch of an ``if`` that tests for Keras 3's layout (``if "_extracted" in
+    filepath:``): a program written for both Keras versions, whose other branch is Keras 2's."""
+    cur = node.parent
+    while cur is not None and cur.type not in ("funcdef", "classdef", "file_input"):
+        if cur.type == "if_stmt" and any("_extracted" in c.get_code() for c in cur.children[1::4]
+                                         if c.type not in ("operator", "keyword")):
+            return True
+        cur = cur.parent
+    return False
 
 
 def _pathlib_message(call, node, name: str, what: str) -> str:
