@@ -235,6 +235,21 @@ class Effects:
             return DISPLAY
         return None
 
+    def _data(self, arg) -> bool:
+        """``Audio(x[0], rate=16000)`` / ``Audio(waveform)``: the samples, not a file's path (a
+        subscript, or a name every binding of which is a subscript or a TensorFlow/numpy call)."""
+        def data(value) -> bool:
+            value = N.unparen(value)
+            if value.type in ("atom_expr", "power") and value.children[-1].type == "trailer" \
+                    and value.children[-1].children[0] == "[":
+                return True
+            call = N.as_call(value)
+            return call is not None and (call.callee_dotted() or "").split(".")[0] in ("tf", "np", "numpy", "librosa")
+        if arg.type == "name":
+            found = [b for b in self.env.bindings if b.name == arg.value and b.value is not None]
+            return bool(found) and all(data(b.value) for b in found)
+        return data(arg)
+
     def shown_paths(self, call: N.Call) -> list:
         """The paths a display-only call shows: ``Image(p)``, ``embed.embed_file(p)``,
         ``display(Image(p))``, ``display(PIL.Image.open(p))`` ([] for any other call: one
@@ -242,7 +257,7 @@ class Effects:
         q = self.qualname(call)
         if q in SHOWS_FILE:
             p = path_of(call)
-            return [p] if p is not None else []
+            return [p] if p is not None and not self._data(p) else []
         if self.kind(call) is None and self.env.may_call_local(call):
             return self._returned_read(call)
         if self.kind(call) != DISPLAY or (call.callee_dotted() or "").split(".")[-1] != "display":
