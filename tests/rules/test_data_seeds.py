@@ -112,3 +112,13 @@ def test_numpy_seed_kept_beside_a_per_rank_tf_seed_is_said_in_point5():
     assert [n["line"] for n in p["notes"]] == [4]
     assert "`np.random.seed(7)` stays the same on every rank" in p["notes"][0]["note"]
     assert "per rank from line 5" in p["notes"][0]["note"]
+
+
+def test_an_agents_episodes_get_no_shard_advice_in_point5():
+    """A reinforcement-learning loop's samples are the episodes each rank plays (seeded per rank,
+    HVD046): point 5 gives no "shard it by rank ... take(n)" note (sweep 39c, actor-critic)."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "HVD080" / "tf_function_step_mean.py").read_text()
+    p = point5(text)
+    assert p["status"] == "done", p
+    assert not [n for n in p["notes"] if "take(n)" in n["note"]]

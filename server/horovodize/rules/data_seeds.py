@@ -36,7 +36,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from ..analysis.loop import FIT
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
-from .work_division import training_data
+from .work_division import GYM_MAKE, training_data
 
 RULES = {
     "HVD045": ("same-split-on-every-rank", "Seed the random split so every rank makes the same one"),
@@ -48,7 +48,6 @@ TF_SEEDS = ("tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_see
             "tf_keras.utils.set_random_seed")
 # Between the seed and fit, draws that make the data or its split: they must stay alike.
 SPLIT_DRAWS = ("train_test_split", "sample", "shuffle", "permutation", "split_dataset")
-GYM_MAKE = ("gym.make", "gymnasium.make")
 # Seeds of the draws an agent explores with (actions sampled by numpy, TensorFlow or random).
 RANK_SEEDS = ("numpy.random.seed", "np.random.seed", "random.seed", "tensorflow.random.set_seed",
               "tf.random.set_seed", "set_random_seed")

@@ -57,6 +57,7 @@ FIT_STEP_KEYWORDS = ("steps_per_epoch", "validation_steps")
 ESTIMATOR_STEP_KEYWORDS = ("steps", "max_steps")
 FIT_EPOCHS_POS = 3          # fit(x, y, batch_size, epochs, ...)
 # Sources whose size tf.data knows (``cardinality()``): the equal per-rank take needs it.
+GYM_MAKE = ("gym.make", "gymnasium.make")
 KNOWN_SIZE = ("Dataset.from_tensor_slices", "Dataset.from_tensors", "Dataset.range", "Dataset.zip") + KERAS_DATASETS
 # (what HVD041's message adds when its edit seeds a shuffle that had no seed)
 SEEDED = (f"; the shuffle gets `seed={SHARD_SEED}`, the same on every rank, so the ranks' shares of one order "
@@ -113,6 +114,12 @@ def _over_range(ctx: RuleContext, expr) -> bool:
     """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
     call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
     return call is not None and call.callee_dotted() == "range"
+
+
+def plays_episodes(ctx: RuleContext) -> bool:
+    """The program makes a gym/gymnasium environment: its loop's samples are the episodes each
+    rank plays (HVD046 seeds them per rank), not data to shard."""
+    return any((ctx.facts.effects.qualname(c) or c.callee_dotted() or "").endswith(GYM_MAKE) for c in ctx.calls("make"))
 
 
 def _call_at(node):
@@ -384,7 +391,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if split is not None:
                 yield from _even_split(ctx, split, seen_sources)
                 continue
-            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not _over_range(ctx, use.expr):
+            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not _over_range(ctx, use.expr) \
+                    and not plays_episodes(ctx):     # (an agent's samples are its own episodes: nothing to shard)
                 note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
                      "from a source of known size; shard it by rank and bound every rank by the same take(n)")
             if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):
