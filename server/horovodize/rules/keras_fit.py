@@ -267,6 +267,10 @@ def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Findin
     # History, the progress rank 0 shows, the logs a steering callback reads), unless the History
     # is serialised (Horovod's averaged logs are numpy float32: json.dump would fail)
     averaged = not _history_serialised(ctx, call)
+    if not averaged:
+        report_note(ctx, 6, call.node, "done, but without MetricAverageCallback: the History this fit returns is "
+                    "dumped to JSON or YAML, and Horovod's averaged logs are numpy float32, which json.dump "
+                    "rejects; each rank's History and progress show its own share's metrics")
     edits: list[Edit] = []
     spent = False           # the list's broadcast already ran for another model
     if arg is None or arg.value.type == "keyword" and arg.value.value == "None":
