@@ -63,7 +63,7 @@ RULES = {
 }
 MODEL_METHODS = ("summary", "save_weights", "save")
 # Calls that write a file, by qualified name (tensorflow through σ) or by dotted callee.
-WRITE_QUALNAMES = ("tensorflow.saved_model.save", "tensorflow.keras.models.save_model",
+WRITE_QUALNAMES = ("tensorflow.saved_model.save", "tensorflow.keras.models.save_model", "tensorflow.keras.save_model",
                    "tensorflow.keras.saving.save_model", "tensorflow.io.write_file")
 WRITE_DOTTED = {"np.save", "np.savez", "np.savez_compressed", "np.savetxt", "numpy.save", "numpy.savez",
                 "numpy.savez_compressed", "numpy.savetxt", "pickle.dump", "json.dump", "joblib.dump",
