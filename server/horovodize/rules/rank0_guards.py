@@ -542,11 +542,29 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
         if call.node.start_pos < fit_call.start_pos or not any(
                 b.name == model and b.stmt.end_pos <= load_stmt.start_pos for b in ctx.env.bindings):
             continue
+        compiled = call.keyword("compile")
+        if compiled is not None and compiled.value.get_code(include_prefix=False).strip() == "False":
+            continue      # (no optimizer is rebuilt)
+        if _deleted_between(ctx, model, fit_call, load_stmt):
+            # ``del model`` before the load: `type(model.optimizer)` would read no model
+            note(ctx, call, f"`{model}` is deleted before this load_model, so the Horovod optimizer class it was "
+                 f"saved with cannot be named here: pass compile=False, or custom_objects= with the optimizer "
+                 f"class saved before the `del {model}`")
+            continue
         cls = f"type({model}.optimizer)"
         edits = ctx.add_keyword(call, f"custom_objects={{{cls}.__name__: {cls}}}")
         yield finding(ctx, "HVD034", call.node,
                       "the model is saved with Horovod's optimizer class: load_model cannot rebuild it",
                       Fix(RULES["HVD034"][1], edits))
+
+
+def _deleted_between(ctx: RuleContext, name: str, start, stmt) -> bool:
+    """``del <name>`` in `stmt`'s scope after `start` and before `stmt`."""
+    scope = N.func_scope_of(stmt) or ctx.source.module
+    return any(node.type == "del_stmt" and start.start_pos < node.start_pos < stmt.start_pos
+               and N.func_scope_of(node) in (scope, None)
+               and any(leaf.type == "name" and leaf.value == name for leaf in N.walk(node.children[1]))
+               for node in N.walk(scope))
 
 
 def _fit_model(ctx: RuleContext):
