@@ -298,7 +298,28 @@ def _constant(ctx: RuleContext, value):
     values = {b.value.get_code(include_prefix=False) for b in found if b.value is not None}
     if len(found) >= 1 and len(values) == 1 and all(b.value is not None and b.value.type == "number" for b in found):
         return found[0].value
-    return value
+    return _default_passed(ctx, value) or value
+
+
+def _default_passed(ctx: RuleContext, value):
+    """A parameter's literal default when no call of its function passes it (``def train(model,
+    ds, epochs=1)`` called as ``train(model, ds)``: the epochs are 1), else None."""
+    fn = N.func_scope_of(value)
+    if fn is None or fn.type != "funcdef":
+        return None
+    try:
+        params = fn.get_params()
+    except Exception:  # noqa: BLE001 - an error-recovered signature
+        return None
+    index = next((i for i, p in enumerate(params) if p.name.value == value.value), None)
+    param = params[index] if index is not None else None
+    if param is None or param.default is None or param.default.type != "number" or param.star_count:
+        return None
+    callers = ctx.env.callers(fn)
+    if not callers or any(c.has_star() or c.keyword(value.value) is not None or c.positional(index) is not None
+                          for c in callers):
+        return None
+    return param.default
 
 
 def _sharded(pipe: Pipeline) -> bool:
@@ -358,8 +379,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                     yield finding(ctx, "HVD043", use.expr, "fit runs 1 epoch over all the arrays on every rank",
                                   Fix("Slice the arrays per rank, an equal share each", sliced))
                 elif sliced is not None:
-                    note(ctx, call.node, "not divided: fit on in-memory data runs 1 epoch, which cannot be "
-                         "divided; slice the arrays per rank or train more epochs")
+                    what = "fit on in-memory data" if use.expr.type != "atom_expr" or not any(
+                        c.method in ("batch", "map", "shuffle", "prefetch", "cache") for c in N.calls_in(use.expr)) \
+                        else f"fit on `{ctx.source.code(use.expr)}` (a dataset whose source is not followed here)"
+                    note(ctx, call.node, f"not divided: {what} runs 1 epoch, which cannot be divided; shard the data "
+                         "where it is made (`.shard(hvd.size(), hvd.rank())`), slice the arrays per rank, or train "
+                         "more epochs")
                 continue
             if mentions_hvd(epochs.value, ctx) or ctx.blocked("HVD043", call.node):
                 continue
