@@ -317,10 +317,12 @@ def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Findin
                 cbs = type(cbs)()           # (its rank-0 guard is in the list just made)
             else:  # composition unknown here: broadcast first, the user's callbacks on every rank
                 edits += _paren(ctx, arg.value, f"[{', '.join(first)}] + list(", " or [])")
-        if cbs.complete or base is not None:
-            for entry in cbs.entries:
-                if entry.kind == "writing" and not entry.guarded and not entry.rank_specific:
-                    edits += _rank0_entry(ctx, entry)
+        for entry in cbs.entries:
+            # (an append of a writing callback goes on rank 0 whatever else the list holds: one
+            # that starts from a caller's list, ``callbacks = self.callbacks or []``, included)
+            if entry.kind == "writing" and not entry.guarded and not entry.rank_specific and (
+                    cbs.complete or base is not None or entry.stmt is not None):
+                edits += _rank0_entry(ctx, entry)
     if not edits:
         return
     message = ("fit does not broadcast the initial variables from rank 0"
