@@ -441,15 +441,20 @@ def _unit(ctx: RuleContext, call: N.Call):
                        for c in line.children):
             return None
         member = owner                     # ``if not os.path.exists(p): get_file(...)`` on one line
-    while member.parent is not None and member.parent.type == "suite":
-        owner = member.parent.parent
-        if owner.type in ("with_stmt", "try_stmt") or (
-                owner.type in ("if_stmt", "while_stmt") and _fs_test(owner)):
-            if _trains(ctx, owner):
-                break
-            member = owner
-            continue
-        break
+    member = _climb(ctx, member)
+    fn = N.func_scope_of(member)
+    callers = ctx.env.callers(fn) if fn is not None else []
+    if any(_climb(ctx, N.simple_stmt_of(N.statement_of(c.node)) or N.statement_of(c.node)) is not
+           (N.simple_stmt_of(N.statement_of(c.node)) or N.statement_of(c.node)) for c in callers):
+        # the function is called under a file-system test (``if not os.path.exists(d):
+        # download_archive(...)``): a rank that finds the data skips the call and its barrier
+        # while the others wait in it; the wrapper goes around that test, at its one caller
+        if len(callers) != 1:
+            return None
+        small = N.statement_of(callers[0].node)
+        if not N.alone_on_line(small):
+            return None
+        member = _climb(ctx, N.simple_stmt_of(small) or small)
     if member.parent is None or member.parent.type not in ("suite", "file_input"):
         return None
     if _trains(ctx, member) or mentions_hvd(member, ctx):
@@ -459,6 +464,20 @@ def _unit(ctx: RuleContext, call: N.Call):
     top = ctx.env.top_imports_end
     if N.func_scope_of(member) is None and top is not None and member.start_pos < top.end_pos:
         return None                        # above the set-up: Horovod is not initialised yet
+    return member
+
+
+def _climb(ctx: RuleContext, member):
+    """`member`, or the ``with``/``try``/file-system ``if`` around it (outermost first reached)."""
+    while member.parent is not None and member.parent.type == "suite":
+        owner = member.parent.parent
+        if owner.type in ("with_stmt", "try_stmt") or (
+                owner.type in ("if_stmt", "while_stmt") and _fs_test(owner)):
+            if _trains(ctx, owner):
+                break
+            member = owner
+            continue
+        break
     return member
 
 
