@@ -29,7 +29,7 @@ from horovodize.project.link import link
 PROJECTS = Path(__file__).resolve().parent / "projects"
 EXE = Path(sys.executable).parent / "horovodize"
 SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch", "notebook",
-          "imported_script", "shared_helper"]
+          "imported_script", "shared_helper", "src_layout"]
 
 
 def run(*args, cwd=None):
@@ -59,7 +59,8 @@ def test_written_project_converts_again_to_nothing(shape, tmp_path):
         text = path.read_text()
         compile(text, str(path), "exec")
         if "hvd.init()" in text:
-            assert "__init__" not in path.name and path.parent == project, f"set-up in a library module: {path}"
+            assert "__init__" not in path.name and not (path.parent / "__init__.py").exists(), \
+                f"set-up in a library module: {path}"      # (an entry: at the root, or src layout's scripts/)
 
 
 def test_setup_goes_in_the_entry_above_its_first_project_import():

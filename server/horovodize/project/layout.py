@@ -84,6 +84,9 @@ class Layout:
     def __init__(self, root: Path, entry: Path, read):
         self.root, self.entry, self.read = root.resolve(), entry.resolve(), read
         self.bases = [self.entry.parent] + ([self.root] if self.root != self.entry.parent else [])
+        src = self.root / "src"
+        if src.is_dir() and src != self.entry.parent:
+            self.bases.append(src)       # a src layout (package_dir = src): its packages import from there
         self.modules: dict[Path, Module] = {}
 
     def module(self, path: Path) -> Module:
@@ -260,8 +263,8 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
     entries = []
     for f in files:
         r = f.resolve()
-        if f.name == "__init__.py":
-            continue
+        if f.name == "__init__.py" or r == root / "setup.py":
+            continue                    # (setup.py builds the package: not a program that trains)
         if f.suffix == ".ipynb":        # (`read` gives its code cells as one program): started as a whole
             entries.append(f)
             continue
@@ -322,6 +325,8 @@ def _module_name(root: Path, path: Path) -> str:
     parts = list(rel.parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
+    if len(parts) > 1 and parts[0] == "src":
+        parts.pop(0)                 # a src layout's packages are named from below src/
     return ".".join(parts)
 
 

@@ -1,0 +1,1 @@
+from mypkg.trainer import Trainer, build_model
