@@ -364,3 +364,18 @@ def test_a_name_read_through_its_module_is_replaced_with_its_module(tmp_path):
     config_read = read(tmp_path / "train.py").index("config.EPOCHS")
     assert lk.file_edits([Edit(at, at + 6, "f(EPOCHS)")]) == {
         (tmp_path / "train.py").resolve(): [Edit(config_read, config_read + 13, "f(config.EPOCHS)")]}
+
+
+def test_one_entry_names_the_other_programs_that_import_a_module_it_changes(tmp_path):
+    """Converting one entry changes a module another entry imports too: point 12 names that
+    entry and says to convert the folder (sweep 40c: the other entry crashed, 'Horovod has not
+    been initialized', while the report was silent); the folder's conversion does not say it."""
+    project = tmp_path / "two_entries"
+    shutil.copytree(PROJECTS / "two_entries", project)
+    entries = sorted(p.name for p in project.glob("*.py") if "__main__" in p.read_text())
+    alone = run("convert", str(project / entries[0]), "--diff")
+    assert alone.returncode == 0, alone.stderr
+    point12 = next(line for line in alone.stderr.splitlines() if line.strip().startswith("12."))
+    assert "partly done" in point12 and f"also imported by {entries[1]}" in point12 and "convert DIR" in point12
+    folder = run("convert", str(project), "--diff")
+    assert folder.returncode == 0 and "also imported by" not in folder.stderr

@@ -579,12 +579,16 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
     entry's edits become cell edits of its JSON text (`app.notebook_program`)."""
     from .app import report
     from .project import plan
-    from .project.program import FileChange, convert_program, relocate_report
+    from .project.program import FileChange, convert_program, note_shared, relocate_report
 
     if isinstance(prepared, UserError):
         raise prepared
-    conv = prepared or convert_program(entry, plan.original_reader(done, _read), root, args.keras_target,
-                                         args.scale_lr, args.require_local_fs)
+    if prepared is None:
+        conv = convert_program(entry, plan.original_reader(done, _read), root, args.keras_target,
+                               args.scale_lr, args.require_local_fs)
+        note_shared(conv, _read)          # (a folder's conversion converts the other importers with it)
+    else:
+        conv = prepared
     files, nbc = list(conv.files), None
     if entry.suffix == ".ipynb":
         from .app import notebook, notebook_program

@@ -61,6 +61,7 @@ class ProgramConversion:
     importers: list[Path] = field(default_factory=list)         # project files that import the entry
     main_setup: str | None = None       # the entry is imported: why its set-up is not in its __main__ block (None: it is)
     trainers: dict = field(default_factory=dict)   # module that trains when imported -> line of its training
+    shared: dict = field(default_factory=dict)     # changed module -> files outside the program importing it
 
     @property
     def refused(self) -> bool:
@@ -148,6 +149,18 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
                 raise UserError(f"{path}: the conversion does not parse ({e}); nothing written")
         conv.files.append(FileChange(path, before, after, edits))
     return conv
+
+
+def note_shared(conv: ProgramConversion, read) -> None:
+    """The files outside this program that import a module it changes (another entry of the
+    project: after the change the module calls Horovod, which that program never set up):
+    point 12 names them. For one entry's conversion; a folder's converts them together."""
+    inside = {f.path for f in conv.files}
+    for f in conv.files[1:]:
+        if f.changed:
+            others = [p.resolve() for p in importers_of(conv.root, f.path, read) if p.resolve() not in inside]
+            if others:
+                conv.shared[f.path] = others
 
 
 def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[Edit]]:
@@ -438,6 +451,11 @@ def relocate_report(data: dict, conv: ProgramConversion, cells=None) -> dict:
                    f"its set-up is at its top too, so it runs on its own, and at that import after "
                    f"{conv.name(conv.entry)}'s (a second hvd.init() does nothing); put its training under "
                    "`if __name__ == \"__main__\":` to keep it out of the import")
+    for path, others in conv.shared.items():
+        status = "partly done" if status == "done" else status
+        reason += (f"; {conv.name(path)} is also imported by " + ", ".join(conv.name(p) for p in others) +
+                   ", outside this program: changed here, it calls Horovod there without a set-up; convert the "
+                   "folder (`horovodize convert DIR`) to convert those programs with it")
     if conv.init_for:
         status = "done" if status == "nothing to change" else status
         reason += ("; hvd.init() added: it imports " + ", ".join(conv.name(p) for p in conv.init_for) +
