@@ -31,6 +31,7 @@ from .rules.base import (
     RuleContext,
 )
 from .rules.catalogue import RULE_MODULES
+from .rules.gradient_tape import UNBROADCAST
 from .rules.rank0_guards import SHARED_FS, SHARED_FS_HOW
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class Analysis:
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
         blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
-                    or (n[0] == 5 and n[2].startswith(DIVIDED_BUT))]
+                    or (n[0] == 5 and n[2].startswith(DIVIDED_BUT)) or (n[0] == 2 and n[2].startswith(UNBROADCAST))]
         return blocking + self.undivided_and_scaled() + self.needs_shared_fs()
 
     def needs_shared_fs(self) -> list[tuple[int, int, str]]:

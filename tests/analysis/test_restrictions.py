@@ -412,12 +412,22 @@ def test_r9_negative_defined_before_or_passed_as_parameter(check):
 
 
 # -- R10 -----------------------------------------------------------------------------------------
-def test_r10_checkpoint_aliased(check):
-    r = check(HEAD + "ckpt = tf.train.Checkpoint(model=model)\nbackup = ckpt\nckpt.save('/tmp/c')\n")
+def test_r10_checkpoint_aliased_and_rebound(check):
+    r = check(HEAD + "ckpt = tf.train.Checkpoint(model=model)\nbackup = ckpt\nbackup = None\nckpt.save('/tmp/c')\n")
     f = r.one("HVD-R10")
     assert r.src(f) == "backup = ckpt"
     assert_blocks(r, f, "HVD031")
     assert "HVD031" not in r.codes() and r.edits_within("ckpt.save('/tmp/c')") == []
+
+
+def test_r10_negative_checkpoint_given_a_second_name_once(check):
+    """``mgr = self.manager; mgr.save()`` (sweep 40c, krasserm/super-resolution's shape): HVD031
+    follows the second name, so both saves are rank 0's and nothing is restricted."""
+    r = check(HEAD + "opt = tf.keras.optimizers.Adam(0.1)\n" + STEP + LOOP
+              + "ckpt = tf.train.Checkpoint(model=model)\nbackup = ckpt\nbackup.save('/tmp/b')\nckpt.save('/tmp/c')\n")
+    assert restriction_codes(r) == [] and r.codes().count("HVD031") == 2
+    out = r.converted()
+    assert out.endswith("backup = ckpt\nif hvd.rank() == 0:\n    backup.save('/tmp/b')\n    ckpt.save('/tmp/c')\n")
 
 
 def test_r10_checkpoint_without_assignment(check):

@@ -40,6 +40,9 @@ SHAPES = [
     Shape("factories", "train.py", 0.01, {"examples": 256 // SIZE}, [r"factories step 0"], "factories"),
     Shape("package", "main.py", 0.001, {"batches": 2 * 256 // 16 // SIZE}, [r"8/8 \["], "package"),
     Shape("library_class", "run.py", 0.005, {"steps": 256 // 16 // SIZE}, [r"agent step 0"], "agent"),
+    # the model and optimizer reached through a tf.train.Checkpoint (self.checkpoint.model):
+    # broadcast after the first step, the manager saving (through a second name) on rank 0
+    Shape("checkpoint_trainer", "run.py", 0.005, {"steps": 256 // 16 // SIZE}, [r"trainer step 0"], "trainer"),
 ]
 
 

@@ -442,3 +442,67 @@ def test_negative_already_converted_flag_form():
     assert_no_rule(text, "HVD020")
     assert convert_text(text) == text
     assert not analyze(text).rule_sites
+
+
+def test_optimizer_reached_through_a_checkpoint_is_broadcast():
+    """``self.checkpoint.optimizer.apply_gradients`` (krasserm/super-resolution's Trainer, sweep
+    40c): σ names no optimizer there, but the averaged tape's gradients reach it, so its step
+    broadcasts the variables as written (before: the tape wrapped and no broadcast, 2 ranks
+    ending 0.198 apart)."""
+    text = src("""
+        import tensorflow as tf
+
+
+        class Trainer:
+            def __init__(self, model):
+                optimizer = tf.keras.optimizers.Adam(0.01)
+                self.checkpoint = tf.train.Checkpoint(optimizer=optimizer, model=model)
+
+            @tf.function
+            def train_step(self, x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(self.checkpoint.model(x) - y))
+                grads = tape.gradient(loss, self.checkpoint.model.trainable_variables)
+                self.checkpoint.optimizer.apply_gradients(zip(grads, self.checkpoint.model.trainable_variables))
+                return loss
+
+
+        trainer = Trainer(tf.keras.Sequential([tf.keras.layers.Dense(1)]))
+        for x, y in tf.data.Dataset.from_tensor_slices((tf.ones((8, 2)), tf.ones((8, 1)))).batch(2):
+            trainer.train_step(x, y)
+        """)
+    a = analyze(text)
+    assert not a.refused and [f.code for f in a.rule_sites if f.code == "HVD021"] == ["HVD021"]
+    out = a.converted()
+    assert "        self.checkpoint.optimizer.apply_gradients(hvd_grads_and_vars)\n" + broadcast(
+        "self.checkpoint.optimizer", "        ") in out
+
+
+def test_a_step_whose_broadcast_has_no_place_refuses_the_conversion():
+    """The averaged tape's gradients reach ``opts[0].apply_gradients``: no name to broadcast the
+    optimizer through. Averaging alone would leave each rank on its own weights, so point 2 is
+    not done and nothing is converted (contract point 8), never "nothing to change"."""
+    from horovodize.app.report import build
+    text = src("""
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opts = [tf.keras.optimizers.SGD(0.1)]
+
+
+        @tf.function
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opts[0].apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+
+        for x, y in tf.data.Dataset.from_tensor_slices((tf.ones((8, 2)), tf.ones((8, 1)))).batch(2).take(4):
+            train_step(x, y)
+        """)
+    a = analyze(text)
+    assert a.refused and convert_text(text) == text
+    (reason,) = [r for r in build(a)["reasons"] if r["code"] == "point 2"]
+    assert reason["line"] == 12 and "`opts[0].apply_gradients(...)`" in reason["message"]

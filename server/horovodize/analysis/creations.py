@@ -167,11 +167,15 @@ def _creation_facts(env: Env, group: list[Binding]) -> None:
 
 
 def _aliases(env: Env) -> None:
-    """``opt2 = opt`` (R5) / ``ckpt2 = ckpt`` (R10): a second name for one object."""
+    """``opt2 = opt`` (R5) / ``ckpt2 = ckpt`` (R10): a second name for one object. A
+    checkpoint's second name bound once is no problem: HVD031 (its only rule) follows it
+    (`rank0_guards.checkpoint_of`: ``mgr = self.manager; mgr.save()`` saves on rank 0)."""
     for b in env.renames():
         src = b.value_dotted()
         target = env.lookup(src, b.stmt, params=False)
         if target is None or target.role not in ("optimizer", "dataset", "checkpoint"):
+            continue
+        if target.role == "checkpoint" and len(env.bindings_of(b.name, b.scope)) == 1:
             continue
         code = "R10" if target.role == "checkpoint" else "R5"
         group = env.bindings_of(target.name, target.scope)

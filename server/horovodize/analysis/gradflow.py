@@ -14,8 +14,12 @@ own gradient is what reaches the optimizer.
 A tape whose ``gradient`` is never called in its scope (the tape handed elsewhere) keeps
 the old answer, training, so nothing that used to be averaged silently stops being.
 
-Requires: env (index, call targets, parameters). Provides: `is_training_tape`, `gradient_inside` (where a with block takes its
-gradients), `single_target`.
+`optimizer_steps` lists the ``apply_gradients`` calls a tape's gradients reach, as written
+(``self.checkpoint.optimizer.apply_gradients(...)`` too, whose receiver σ cannot name): the
+steps whose variables HVD021 broadcasts once the tape is averaged.
+
+Requires: env (index, call targets, parameters). Provides: `is_training_tape`, `optimizer_steps`,
+`gradient_inside` (where a with block takes its gradients), `single_target`.
 """
 
 from __future__ import annotations
@@ -42,11 +46,29 @@ def is_training_tape(env: Env, tape) -> bool:
     return memo[key]
 
 
+def optimizer_steps(env: Env, tape) -> list:
+    """The ``apply_gradients`` calls the gradients of `tape` reach (every path followed, not
+    only the first that trains), in source order."""
+    memo = env.__dict__.setdefault("_optimizer_steps", {})
+    key = id(tape)
+    if key not in memo:
+        flow = _Flow(env, collect=True)
+        try:
+            flow.tape(tape)
+        except (AttributeError, IndexError, ValueError, RecursionError):
+            pass          # an error-recovered tree: what was found so far
+        found = {id(c.node): c for c in flow.sinks if c.method == "apply_gradients"}
+        memo[key] = sorted(found.values(), key=lambda c: c.node.start_pos)
+    return memo[key]
+
+
 class _Flow:
-    def __init__(self, env: Env):
+    def __init__(self, env: Env, collect: bool = False):
         self.env = env
         self.seen: set = set()
         self.steps = 0
+        # collect: record every sink reached and keep looking (`optimizer_steps`)
+        self.sinks: list | None = [] if collect else None
 
     def tape(self, tape) -> bool:
         scope = N.func_scope_of(tape.stmt)
@@ -90,6 +112,9 @@ class _Flow:
         """The verdict when the value is (in) an argument of `call`, or None to keep going."""
         method = call.method
         if method in SINKS or (method == "apply" and _optimizer_like(self.env, call)):
+            if self.sinks is not None:
+                self.sinks.append(call)
+                return False      # (this path ends here; the others are followed too)
             return True
         if method == "gradient":
             return False           # a new gradient (of a loss the value is part of): a barrier
@@ -260,7 +285,7 @@ def _inside(node, ancestor) -> bool:
     return False
 
 
-__all__ = ["is_training_tape"]
+__all__ = ["is_training_tape", "optimizer_steps"]
 
 
 def single_target(stmt) -> str | None:

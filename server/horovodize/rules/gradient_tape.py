@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..analysis.gradflow import gradient_inside, is_training_tape, single_target
+from ..analysis.gradflow import gradient_inside, is_training_tape, optimizer_steps, single_target
 from ..analysis.roles import TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding
+from .base import Finding, Fix, RuleContext, finding, report_note
 from .setup_imports import after_setup, tf_name
 from .tapes import in_keras_step, keras_step_tapes, tape_loops_beside_fit, tf_module_alias, wrapped
 
@@ -109,13 +109,34 @@ def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
 
 
 def gradient_sites(ctx: RuleContext) -> Iterator[tuple[N.Call, object, str]]:
-    """(call, statement, optimizer text) of every ``opt.apply_gradients(...)`` on a known optimizer."""
+    """(call, binding, optimizer text) of every ``opt.apply_gradients(...)`` on a known
+    optimizer, or on one that a training tape's gradients reach, as written
+    (`tape_steps`: ``self.checkpoint.optimizer``, ``self.optimizer`` handed in by another
+    module). The binding is None when σ cannot name the optimizer."""
+    stepped = tape_steps(ctx)
     for call in ctx.calls("apply_gradients"):
         receiver = call.receiver_dotted()
         b = ctx.env.lookup(receiver, call.node, "optimizer")
-        if b is None and not _optimizer_parameter(ctx, receiver, call.node):
+        if b is None and not _optimizer_parameter(ctx, receiver, call.node) \
+                and not (receiver and (id(call.node), call.index) in stepped):
             continue
         yield call, b, receiver
+
+
+def tape_steps(ctx: RuleContext) -> dict:
+    """(id(node), index) -> call of each ``apply_gradients`` a training tape's gradients reach
+    (`gradflow.optimizer_steps`): once the tape is averaged, the variables they update must
+    start the same on every rank, whatever holds the optimizer (a ``tf.train.Checkpoint``
+    attribute, a Trainer's ``self.optimizer`` set from a parameter of another module)."""
+    cached = getattr(ctx, "_tape_steps", None)
+    if cached is None:
+        cached = {}
+        for tape in ctx.env.tapes:
+            if is_training_tape(ctx.env, tape):
+                for call in optimizer_steps(ctx.env, tape):
+                    cached[(id(call.node), call.index)] = call
+        ctx._tape_steps = cached
+    return cached
 
 
 def _optimizer_parameter(ctx: RuleContext, name: str | None, at) -> bool:
@@ -149,19 +170,24 @@ def statement_form(call: N.Call):
 def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
     sites = []
     keras = ctx.summary.hvd_module.endswith("keras")
+    placed: set = set()         # the steps that get a broadcast or need none
     for call, binding, receiver in gradient_sites(ctx):
         if keras and in_keras_step(ctx, call.node):
+            placed.add((id(call.node), call.index))
             continue   # fit runs train_step: the broadcast callback (HVD050) starts it
         stmt = statement_form(call)
         scope = N.func_scope_of(call.node)
-        if stmt is None or ctx.blocked("HVD021", call.node, binding) or _broadcasts(ctx, scope):
+        if ctx.blocked("HVD021", call.node, binding) or _broadcasts(ctx, scope) or _tf1_optimizer(ctx, binding):
+            placed.add((id(call.node), call.index))     # (a restriction refuses; broadcast already; TF1: HVD060)
             continue
-        if _tf1_optimizer(ctx, binding):
+        if stmt is None:
             continue
         arg = call.keyword("grads_and_vars") or call.positional(0)
         anchor = after_setup(ctx, call.node)
         if arg is not None and anchor is not None:
             sites.append((call, receiver, stmt, arg, anchor))
+            placed.add((id(call.node), call.index))
+    _unplaced(ctx, placed)
     src, unit = ctx.source, ctx.source.indent_unit
     tf = tf_name(ctx)
     groups = _one_step(sites)
@@ -184,6 +210,30 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
         for call, receiver, *_rest in group:     # each site's quick fix alone is the whole step's
             yield finding(ctx, "HVD021", call.node, f"variables of `{receiver}` and the model are not broadcast from rank 0",
                           Fix(RULES["HVD021"][1], edits))
+
+
+UNBROADCAST = "not broadcast from rank 0"
+
+
+def _unplaced(ctx: RuleContext, placed: set) -> None:
+    """A training tape's ``apply_gradients`` that gets no broadcast (its optimizer is not a
+    name or attribute the broadcast can use, or it takes its gradients in a form HVD021 cannot
+    rewrite): averaging the gradients alone leaves every rank on its own initial weights, so
+    point 2 is not done and the conversion is refused (contract point 8), never "nothing to
+    change" (`engine.Analysis.blocking_notes`)."""
+    if ctx.facts.uses_horovod:
+        return          # (a program distributed by hand: HVD205 says so)
+    for key, call in tape_steps(ctx).items():
+        if key in placed or ctx.blocked("HVD021", call.node):
+            continue
+        start = ctx.source.span(call.node)[0]
+        what = ctx.source.text[start:ctx.source.offset(call.trailer.start_pos)] + "(...)"
+        report_note(ctx, 2, call.node,
+                    f"{UNBROADCAST}: the tape's averaged gradients reach `{what}`, whose model and optimizer "
+                    "variables the conversion cannot broadcast after the first step (the optimizer is not held in a "
+                    "name or attribute, or the call is not a statement of its own); hold the optimizer in a name "
+                    "and call apply_gradients on its own line, or broadcast them yourself after the first step "
+                    "(`hvd.broadcast_variables(model.variables, root_rank=0)` and the optimizer's variables)")
 
 
 def _one_step(sites: list) -> list[list]:

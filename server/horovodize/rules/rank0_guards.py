@@ -94,7 +94,7 @@ def classify(ctx: RuleContext, call: N.Call) -> str | None:
     if call.callee_dotted() == "print" and "print" not in env.functions:
         return "HVD030"
     method, receiver = call.method, call.receiver_dotted()
-    if method == "save" and env.lookup(receiver, call.node, "checkpoint"):
+    if method == "save" and checkpoint_of(env, receiver, call.node):
         return "HVD031"
     if method == "write":
         return "HVD032"
@@ -105,6 +105,20 @@ def classify(ctx: RuleContext, call: N.Call) -> str | None:
     if writes_file(ctx, call):
         return "HVD032"
     return None
+
+
+def checkpoint_of(env, name: str | None, at):
+    """The checkpoint (or CheckpointManager) binding `name` holds at `at`, also through a
+    second name given to it once (``mgr = self.manager; mgr.save()``: the manager saves all the
+    same, so it is rank 0's too)."""
+    found = env.lookup(name, at, "checkpoint")
+    if found is not None or not name:
+        return found
+    b = env.lookup(name, at)
+    if b is None or b.role != "other" or len(env.bindings_of(b.name, b.scope)) != 1:
+        return None
+    src = b.value_dotted()
+    return env.lookup(src, b.stmt, "checkpoint", params=False) if src not in (None, name) else None
 
 
 def writes_file(ctx: RuleContext, call: N.Call) -> bool:
@@ -316,7 +330,7 @@ def _note_write(ctx: RuleContext, call: N.Call, writes: list) -> None:
     path = path_arg(ctx, call)
     if path is not None:
         writes.append((_norm(ctx.source.code(path)), N.func_scope_of(call.node), call.node))
-    elif call.method == "save" and ctx.env.lookup(call.receiver_dotted(), call.node, "checkpoint"):
+    elif call.method == "save" and checkpoint_of(ctx.env, call.receiver_dotted(), call.node):
         writes.append(("", N.func_scope_of(call.node), call.node))   # a CheckpointManager's own dir
 
 
