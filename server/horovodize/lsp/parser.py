@@ -1,12 +1,13 @@
 """The successive trees of one text (a buffer, or a program's linked text), each made from
-the previous one: `IncrementalParser`; and `collector_off`, the garbage collector paused
-while a tree is made and analysed.
+the previous one: `IncrementalParser` (`parse_in_steps`: a text changed in many places);
+and `collector_off`, the garbage collector paused while a tree is made and analysed.
 
 Requires: parse (splice_parse, diff_parse, fast_parse), incremental (IndexMemo).
 """
 
 from __future__ import annotations
 
+import difflib
 import gc
 import logging
 from contextlib import contextmanager
@@ -15,10 +16,14 @@ from parso.utils import split_lines
 
 from ..incremental.index_memo import IndexMemo
 from ..parse import fast_parse, splice_parse
+from ..parse.splice_parse import changed_span
 from ..parse.diff_parse import LineDiffParser
 from ..parse.source import GRAMMAR, line_table
 
 log = logging.getLogger(__name__)
+
+STEP_LINES = 200       # a change over more lines than this, made in several places, is parsed a place at a time ...
+MAX_STEPS = 64         # ... when they are at most this many
 
 
 class IncrementalParser:
@@ -93,3 +98,25 @@ def collector_off():
         if collecting:
             gc.freeze()
             gc.enable()
+
+
+def parse_in_steps(parser: IncrementalParser, text: str, line_starts: list[int] | None = None, between=None,
+                   step_lines: int = STEP_LINES):
+    """`parser.parse(text)`, a place at a time when `text` differs from the parser's last
+    text in several places far apart (a program's text after edits all over a module, made
+    while it was not analysed): each place is one small splice, where the run from the
+    first change to the last would go to the diff parser whole (2 s at 10,000 lines).
+    `between()` is called after each place (it may raise to stop; the parser then holds an
+    intermediate text, from which the next call goes on)."""
+    old = parser.text
+    if old is not None and old != text:
+        start, old_end, _new_end = changed_span(old, text)
+        if old.count("\n", start, old_end) > step_lines:
+            a, b = old.splitlines(keepends=True), text.splitlines(keepends=True)
+            places = [op for op in difflib.SequenceMatcher(None, a, b).get_opcodes() if op[0] != "equal"]
+            if 1 < len(places) <= MAX_STEPS:
+                for _tag, _i1, i2, _j1, j2 in places[:-1]:
+                    parser.parse("".join(b[:j2] + a[i2:]))
+                    if between is not None:
+                        between()
+    return parser.parse(text, line_starts)

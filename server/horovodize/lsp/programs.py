@@ -51,7 +51,7 @@ from ..project.link import Link, link
 from ..rules.base import Finding, Related
 from . import convert
 from .options import Options
-from .parser import IncrementalParser, collector_off
+from .parser import IncrementalParser, collector_off, parse_in_steps
 from .text import Text
 
 log = logging.getLogger(__name__)
@@ -413,7 +413,7 @@ class Programs:
         if too_large:
             raise UserError(f"{len(lk.line_starts)} lines linked: {too_large}")
         check()
-        module = program.parser.parse(lk.text, lk.line_starts)
+        module = parse_in_steps(program.parser, lk.text, lk.line_starts, between=check)
         check()
         analysis = analyze(lk.text, module=module, memo=program.parser.memo, stop=stop,
                            line_starts=lk.line_starts, keras_target=options.keras_target,
