@@ -282,10 +282,13 @@ class Programs:
         """The programs `uris` belong to or are part of, analysed again where a module changed;
         {uri: its new share, or None when it is no longer part of a program}. None when a
         newer change stopped it (asked between the steps, and between the analysis' passes)."""
+        started = time.perf_counter()
         with collector_off():         # (as the worker's own analyses: no full collection on the way)
             try:
                 return self._run_phase(uris, buffers, changes, generation, options, encoding)
             except Cancelled:
+                log.info("programs of %s: stopped by an edit after %.0f ms", ", ".join(sorted(uris)),
+                         (time.perf_counter() - started) * 1000)
                 return None
 
     def _run_phase(self, uris: set[str], buffers: dict, changes: int, generation: int, options: Options,
