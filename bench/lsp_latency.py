@@ -195,7 +195,7 @@ class Session:
         await self.open_only(entry, timeout)
         uri = module.as_uri()
         opened = await self.open_only(module, timeout)
-        try:                                       # the program's first findings (a server that has them)
+        try:          # the program's first findings (a server that has them: none before 99b3782)
             await self.wait(uri, 1, program_wait)
         except TimeoutError:
             program_wait = 0
@@ -237,7 +237,7 @@ async def run_project(name: str, command: list[str], files: dict[str, Path], edi
     await session.start()
     try:
         result = await session.measure_project(files["train.py"], files["helpers.py"], edits, pace, timeout,
-                                               program_wait=min(timeout, 120.0) if name != "ruff" else 0)
+                                               program_wait=min(timeout, 30.0) if name != "ruff" else 0)
         memory = session.memory()
     finally:
         await session.stop()

@@ -15,10 +15,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lsp_helpers import DATA, apply_text_edits, change_range, diagnostics_for, replace_all, workspace_text_edits
-from lsprotocol import types
-
 from horovodize.engine import analyze
+from lsp_helpers import (
+    DATA,
+    apply_text_edits,
+    change_range,
+    diagnostics_for,
+    replace_all,
+    workspace_text_edits,
+)
+from lsprotocol import types
 
 PROJECTS = Path(__file__).resolve().parent.parent / "projects"
 RETURNS_NONE = "    return None\n"           # make_optimizer made to return no optimizer

@@ -16,9 +16,9 @@ from parso.utils import split_lines
 
 from ..incremental.index_memo import IndexMemo
 from ..parse import fast_parse, splice_parse
-from ..parse.splice_parse import changed_span
 from ..parse.diff_parse import LineDiffParser
 from ..parse.source import GRAMMAR, line_table
+from ..parse.splice_parse import changed_span
 
 log = logging.getLogger(__name__)
 
