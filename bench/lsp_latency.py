@@ -15,9 +15,21 @@ of the file (``--no-reference`` skips them).
 
     .venv/bin/python bench/lsp_latency.py [--sizes 1000 10000 50000] [--edits 100] [--no-ruff]
                                           [--baseline GIT-REV] [--converted] [--opens N]
+                                          [--project [--pace SECONDS]]
 
 ``--converted`` edits each program after the whole-file conversion: a program that uses
 Horovod, as it is edited after `horovodize convert`, where the HVD2xx checks run too.
+
+``--project`` edits a module of a program of several modules instead (``bench/programs.py``'s
+`project`: an entry script of 40 lines, open, and a module of N lines it imports, where the
+edits go). Per server: the keystroke latency (didChange -> the first publishDiagnostics of
+that version) while typing (each edit sent when the previous one's diagnostics arrive) and
+while typing at a steady pace (``--pace``, default 0.2 s between edits: the server's pause
+before it analyses the program again is 0.15 s, so each program analysis starts and is
+interrupted by the next keystroke), and the program's latency: didChange -> the publish of
+the program's findings for that version (the second publish; the server waits for a pause
+first, so it is measured with one edit at a time). After the edits the module's
+diagnostics are checked against the program's analysis (``horovodize check``'s).
 
 ``--opens N`` times only the open instead: N rounds per size, each server once per round
 in a new process (so a slow minute falls on all of them alike), and prints each one's
@@ -55,7 +67,7 @@ from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 from horovodize.engine import analyze, convert_text
-from programs import program
+from programs import program, project
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -174,6 +186,110 @@ class Session:
                     range=types.Range(start=pos, end=pos), text="x")]))
             latencies.append(await self.wait(uri, version, timeout) - t0)
         return opened, latencies, "\n".join(lines)
+
+
+    async def measure_project(self, entry: Path, module: Path, edits: int, pace: float, timeout: float,
+                              program_wait: float) -> tuple[float, list[float], list[float], list[float], str]:
+        """(open latency of `module`, keystrokes typed, keystrokes paced, the program's
+        latencies, the module's final text) with `entry` open too."""
+        await self.open_only(entry, timeout)
+        uri = module.as_uri()
+        opened = await self.open_only(module, timeout)
+        try:          # the program's first findings (a server that has them: none before 99b3782)
+            await self.wait(uri, 1, program_wait)
+        except TimeoutError:
+            program_wait = 0
+        text = module.read_text()
+        lines = text.split("\n")
+        typed, paced, programs = [], [], []
+        for version, (line, col) in enumerate(edit_sites(text, 3 * edits), start=2):
+            lines[line] = lines[line][:col] + "x" + lines[line][col:]
+            pos = types.Position(line=line, character=col)
+            t0 = time.perf_counter()
+            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos, end=pos), text="x")]))
+            first = await self.wait(uri, version, timeout) - t0
+            phase = (version - 2) // edits
+            if phase == 0:
+                typed.append(first)
+            elif phase == 1:
+                paced.append(first)
+                await asyncio.sleep(max(0.0, pace - first))
+            elif program_wait:
+                try:
+                    programs.append(await self.wait(uri, version, program_wait) - t0)
+                except TimeoutError:
+                    program_wait = 0
+        if program_wait:       # (the last edit's program findings, for the check)
+            await asyncio.sleep(0.5)
+            while not self.published.empty():
+                _when, params = self.published.get_nowait()
+                if params.uri == uri:
+                    self.last = params
+        return opened, typed, paced, programs, "\n".join(lines)
+
+
+async def run_project(name: str, command: list[str], files: dict[str, Path], edits: int, pace: float,
+                      timeout: float, env=None):
+    session = Session(command, files["train.py"].parent, env)
+    await session.start()
+    try:
+        result = await session.measure_project(files["train.py"], files["helpers.py"], edits, pace, timeout,
+                                               program_wait=min(timeout, 30.0) if name != "ruff" else 0)
+        memory = session.memory()
+    finally:
+        await session.stop()
+    opened, typed, paced, programs, final = result
+    if programs:        # the module's diagnostics equal the program's analysis of the final text
+        from horovodize.project.program import analyze_program
+
+        module = files["helpers.py"].resolve()
+        texts = {module: final}
+        _layout, lk, analysis = analyze_program(files["train.py"], lambda p: texts.get(Path(p).resolve()) or Path(p).read_text(),
+                                                files["train.py"].parent, strict=False)
+        want = []
+        for f in analysis.findings:
+            path, off = lk.locate(f.start)
+            if path == module:
+                want.append((f.code, *lk.modules[path].source.position(off)))
+        got = [(d.code, d.range.start.line, d.range.start.character) for d in session.last.diagnostics]
+        if sorted(got) != sorted(want):
+            print(f"MISMATCH (project) after {3 * edits} edits: only from the server {sorted(set(got) - set(want))[:5]},"
+                  f" only from the program's analysis {sorted(set(want) - set(got))[:5]}", file=sys.stderr)
+    return opened, typed, paced, programs, memory
+
+
+async def projects(servers: list, sizes: list[int], edits: int, pace: float, timeout: float) -> int:
+    """`--project`: keystrokes in a module of a program of several modules (see the docstring)."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="horovodize-bench-project-") as tmp:
+        for size in sizes:
+            folder = Path(tmp) / f"project_{size}"
+            folder.mkdir()
+            (folder / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+            files = {}
+            for name, text in project(size).items():
+                files[name] = folder / name
+                files[name].write_text(text)
+            lines = files["helpers.py"].read_text().count("\n")
+            for name, command, env in servers:
+                print(f"{name}: project, a module of {lines} lines, 3 x {edits} edits ...", file=sys.stderr, flush=True)
+                rows.append((lines, name, *await run_project(name, command, files, edits, pace, timeout, env)))
+    print(f"\n{'lines':>6} {'server':<11} {'open ms':>8} {'typed p50':>9} {'typed p95':>9} {'paced p50':>9}"
+          f" {'paced p95':>9} {'prog. p50':>9} {'prog. p95':>9} {'RSS MiB':>8} {'peak MiB':>8}")
+    for lines, name, opened, typed, paced, programs, (rss, hwm) in rows:
+        prog = (f"{ms(percentile(programs, 50)):>9} {ms(percentile(programs, 95)):>9}" if programs
+                else f"{'-':>9} {'-':>9}")
+        print(f"{lines:>6} {name:<11} {ms(opened)} {ms(percentile(typed[1:], 50)):>9} {ms(percentile(typed[1:], 95)):>9}"
+              f" {ms(percentile(paced, 50)):>9} {ms(percentile(paced, 95)):>9} {prog} {rss:8.0f} {hwm:8.0f}")
+    print(f"\n(a module of a program of two modules, the entry open beside it; open: didOpen -> the first"
+          f" publishDiagnostics of the module; typed: each edit sent when the previous one's diagnostics"
+          f" arrive (the first left out); paced: one edit every {pace:.2f} s; prog.: didChange -> the"
+          f" publish of the program's findings for that version, one edit at a time (the server waits for a"
+          f" pause in the edits first); ms)")
+    return 0
 
 
 async def run_server(name: str, command: list[str], path: Path, edits: int, timeout: float, env=None):
@@ -361,6 +477,11 @@ async def main() -> int:
     parser.add_argument("--opens", type=int, default=0, metavar="N",
                         help="instead: N rounds of opens per size, each server in turn (a new process each), "
                              "and their medians (one run's open moves by 10-30%% on a noisy machine)")
+    parser.add_argument("--project", action="store_true",
+                        help="instead: edits of a module of a program of several modules (an entry and the module "
+                             "it imports; --sizes is the module's)")
+    parser.add_argument("--pace", type=float, default=0.2, metavar="SECONDS",
+                        help="--project: seconds between the paced edits (default 0.2)")
     parser.add_argument("--profile", metavar="FILE",
                         help="run this server under py-spy (pip install 'horovodize[bench]') and write its "
                              "samples of every thread, as collapsed stacks, to FILE (one per size: FILE.<lines>)")
@@ -398,6 +519,8 @@ async def main() -> int:
 
     if args.opens:
         return await interleaved_opens(servers, args.sizes, args.opens, args.converted, args.timeout)
+    if args.project:
+        return await projects(servers, args.sizes, edits_for(max(args.sizes), args.edits), args.pace, args.timeout)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="horovodize-bench-") as tmp:

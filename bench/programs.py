@@ -5,6 +5,9 @@ block, a dataset pipeline, a model subclass, an optimizer created once before th
 functions that use it, a ``@tf.function`` train step with a GradientTape, a driving loop
 with prints and checkpoint saves, and many helper functions (preprocessing, metrics,
 logging, layers) that make up the bulk of the file.
+
+`project` is the same bulk as a program of two modules: an entry script and the large
+module of definitions it imports (the model, data and optimizer it trains).
 """
 
 from __future__ import annotations
@@ -194,6 +197,106 @@ def program(lines: int) -> str:
         i += 1
     half = len(body) // 2
     return HEADER + "".join(body[:half]) + MODEL + "".join(body[half:]) + FOOTER
+
+
+# -- a project: an entry script and a large module it imports ---------------------------------
+MODULE_HEADER = '''\
+"""Layers, metrics, the model, the data and the optimizer of a project (generated benchmark input)."""
+import math
+
+import numpy as np
+import tensorflow as tf
+
+BATCH_SIZE = 64
+IMAGE_SIZE = 32
+NUM_CLASSES = 10
+
+'''
+
+MODULE_MODEL = '''\
+class Classifier(tf.keras.Model):
+    """A small ResNet-style classifier."""
+
+    def __init__(self, num_classes=NUM_CLASSES):
+        super().__init__()
+        self.stem = tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu")
+        self.pool = tf.keras.layers.GlobalAveragePooling2D()
+        self.head = tf.keras.layers.Dense(num_classes)
+
+    def call(self, inputs, training=False):
+        x = self.stem(inputs)
+        x = self.pool(x)
+        return self.head(x)
+
+
+def make_dataset(images, labels):
+    """Shuffle, map and batch."""
+    ds = tf.data.Dataset.from_tensor_slices((images, labels))
+    ds = ds.shuffle(10000).map(normalize_0).batch(BATCH_SIZE)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def make_optimizer(lr=0.001):
+    return tf.keras.optimizers.Adam(learning_rate=lr)
+
+'''
+
+ENTRY = '''\
+"""The entry: trains the model, data and optimizer helpers.py makes (generated benchmark input)."""
+import argparse
+import os
+import time
+
+import tensorflow as tf
+
+from helpers import Classifier, make_dataset, make_optimizer
+
+LOG_EVERY = 50
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=3)
+    args = parser.parse_args()
+    model = Classifier()
+    optimizer = make_optimizer()
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    (x_train, y_train), _ = tf.keras.datasets.cifar10.load_data()
+    dataset = make_dataset(x_train, y_train)
+    for epoch in range(args.epochs):
+        start = time.time()
+        for step, (images, labels) in enumerate(dataset):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(labels, model(images, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            if step % LOG_EVERY == 0:
+                print("epoch", epoch, "step", step, "loss", float(loss))
+        print("epoch", epoch, "took", time.time() - start)
+        checkpoint.save(os.path.join("/tmp/ckpt", "ckpt"))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def project(lines: int) -> dict[str, str]:
+    """A program of two modules: ``train.py`` (the entry, 40 lines) and ``helpers.py`` (about
+    `lines` lines of definitions: the model, data and optimizer the entry trains, in the
+    middle of many helpers)."""
+    fixed = MODULE_HEADER.count("\n") + MODULE_MODEL.count("\n")
+    body: list[str] = []
+    count, i = fixed, 0
+    while count < lines:
+        chunk = HELPERS[i % len(HELPERS)].format(i=i)
+        body.append(chunk)
+        count += chunk.count("\n")
+        i += 1
+    half = len(body) // 2
+    return {"train.py": ENTRY,
+            "helpers.py": MODULE_HEADER + "".join(body[:half]) + MODULE_MODEL + "".join(body[half:])}
 
 
 if __name__ == "__main__":

@@ -35,3 +35,18 @@ def test_protocol_benchmark_smoke_at_10k_lines():
     assert [line.split()[1] for line in rows] == ["horovodize", "pure", "ruff"], run.stdout
     table = run.stdout.split("\n(open:")[0].strip()
     warnings.warn(BenchFigures("protocol benchmark, 10k lines, 8 edits:\n" + table))
+
+
+@pytest.mark.timeout(600)
+def test_project_benchmark_smoke():
+    """`--project`: keystrokes in a module of a program of two modules; every edit answered,
+    the program's findings published for each, and the module's last ones those of the
+    program's analysis (no MISMATCH)."""
+    run = subprocess.run([sys.executable, str(BENCH), "--project", "--sizes", "1000", "--edits", "4", "--no-ruff"], check=False,
+                         capture_output=True, text=True, timeout=540, env=dict(os.environ))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "MISMATCH" not in run.stderr, run.stderr[-3000:]
+    (row,) = [line.split() for line in run.stdout.splitlines() if line.split()[1:2] == ["horovodize"]]
+    assert row[7] != "-", run.stdout           # (the program's latency was measured)
+    warnings.warn(BenchFigures("protocol benchmark, a 1k-line module of a project, 3 x 4 edits:\n"
+                               + run.stdout.split("\n(a module")[0].strip()))

@@ -116,6 +116,51 @@ def test_retyping_lines_gives_the_tree_of_a_fresh_parse_at_every_keystroke(which
         _same_as_fresh(parser.parse(text), text)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(PROGRAMS))), edits)
+def test_parsed_a_place_at_a_time_equals_a_fresh_parse(which, groups):
+    """A program's text after edits in many places since it was last parsed (`lsp.programs`)
+    is parsed one place at a time: each step, and the end, is the tree of a fresh parse."""
+    from horovodize.lsp.parser import parse_in_steps
+
+    text = PROGRAMS[which]
+    parser = IncrementalParser()
+    parser.parse(text)
+    new = text
+    for group in groups:
+        new = _apply(new, group)
+    steps = []
+
+    def between():                   # each place parsed: the tree of a fresh parse of that text
+        _same_as_fresh(parser.module, parser.text)
+        steps.append(parser.text)
+
+    _same_as_fresh(parse_in_steps(parser, new, between=between, step_lines=0), new)   # (short programs)
+
+
+def test_edits_in_three_places_are_parsed_in_three_splices():
+    """Three functions far apart edited since the last parse: three steps, each a splice of
+    its function; every other statement stays the same object (the memo reuses its work)."""
+    from horovodize.lsp.parser import parse_in_steps
+
+    text = "import tensorflow as tf\n\n\n" + "".join(
+        f"def f{i}(x):\n    y = tf.cast(x, tf.float32) + {i}\n    return y\n\n\n" for i in range(30))
+    parser = IncrementalParser()
+    kept = list(parser.parse(text).children)
+    defs = [k for k, c in enumerate(kept) if c.type == "funcdef"]
+    picked = [defs[0], defs[len(defs) // 2], defs[-1]]
+    new = text
+    for k in reversed(picked):               # a comment at the end of each picked function's first line
+        line = kept[k].start_pos[0]
+        at = Text(new).line_starts[line] - 1
+        new = new[:at] + "  # edited" + new[at:]
+    steps = []
+    module = parse_in_steps(parser, new, between=lambda: steps.append(parser.text), step_lines=0)
+    _same_as_fresh(module, new)
+    assert len(steps) == 2
+    assert [k for k, c in enumerate(module.children) if c is not kept[k]] == picked
+
+
 @pytest.mark.parametrize("old, new", [
     # indented lines after a one-line def are top-level errors; a newline makes them its body
     ("def main(argv):    del argv\n    x = 1\n    y = 2\n\nz = 3\n",

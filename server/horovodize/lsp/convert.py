@@ -29,6 +29,7 @@ SOURCE_FIX_ALL = "source.fixAll.horovodize"
 CONVERT_FILE = "horovodize.convertFile"
 FILE_INFO = "horovodize/fileInfo"
 CONVERT_PROJECT = "horovodize.convertProject"
+PROJECT_TITLE = "Make project Horovod-distributed"      # (a file of a program of several modules)
 WHOLE_FILE_CODES = frozenset(LOOP_CODES.values())
 
 SEVERITY = {
@@ -108,24 +109,27 @@ def fix_json(analysis: Analysis, fix: Fix, text: Text, encoding: str) -> dict:
 
 def diagnostic(f: Finding, analysis: Analysis, text: Text, encoding: str, uri: str,
                version: int | None, options: Options) -> types.Diagnostic:
-    related = [
-        types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=text.range(r.start, r.end, encoding)), message=r.message)
-        for r in f.related
-    ]
+    related = [(uri, text.range(r.start, r.end, encoding), r.message) for r in f.related]
+    fixes = [fix_json(analysis, fix, text, encoding) for fix in [f.fix, *f.alternatives] if fix is not None]
+    return located_diagnostic(f, text.range(f.start, f.end, encoding), related, fixes, version, options)
+
+
+def located_diagnostic(f: Finding, rng: types.Range, related: list[tuple[str, types.Range, str]],
+                       fixes: list[dict], version: int | None, options: Options) -> types.Diagnostic:
+    """The diagnostic of `f` at `rng`, its related places ((uri, range, message): a program's
+    may be in other files) and its fixes (`fix_json`'s) given."""
     data = None
-    fixes = [fix for fix in [f.fix, *f.alternatives] if fix is not None]
-    if fixes or f.code in WHOLE_FILE_CODES:
-        data = {"code": f.code, "version": version,
-                "fixes": [fix_json(analysis, fix, text, encoding) for fix in fixes]}
+    if fixes or f.fix is not None or f.code in WHOLE_FILE_CODES:
+        data = {"code": f.code, "version": version, "fixes": fixes}
     return types.Diagnostic(
-        range=text.range(f.start, f.end, encoding),
+        range=rng,
         message=f.message,
         severity=SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning),
         code=f.code,
         code_description=types.CodeDescription(href=doc_href(f.code, options)),
         source=SOURCE,
-        related_information=related or None,
+        related_information=[types.DiagnosticRelatedInformation(location=types.Location(uri=u, range=r), message=m)
+                             for u, r, m in related] or None,
         data=data,
     )
 

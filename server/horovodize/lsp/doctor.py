@@ -18,8 +18,6 @@ import asyncio
 import logging
 import threading
 
-from lsprotocol import types
-
 from ..app import doctor
 from .server import SERVER as server
 from .server import HorovodizeServer
@@ -59,8 +57,8 @@ def _finish(ls: HorovodizeServer, fut: asyncio.Future, result) -> None:
     ls.protocol.notify(DOCTOR, result)
 
 
-@server.feature(types.INITIALIZED)
-def initialized(ls: HorovodizeServer, params):
+def on_initialized(ls: HorovodizeServer) -> None:
+    """At ``initialized`` (`handlers`): the check starts for the editor's interpreter."""
     python = getattr(ls.options, "python", None)
     if python:
         _runs[id(ls)] = start(ls, python)

@@ -3,7 +3,10 @@
 
 Quick fixes carry their edits, computed with the diagnostics (``Diagnostic.data``); the
 whole-file conversion ("Make Horovod-distributed" and ``source.fixAll.horovodize``) is
-filled in by ``codeAction/resolve`` only when picked, unless the client cannot resolve.
+filled in by ``codeAction/resolve`` only when picked, unless the client cannot resolve. In
+a file of a program of several modules the diagnostics, hover and whole-file action are
+the program's (`programs`, `project_edit`); files on disk are watched
+(``workspace/didChangeWatchedFiles``, registered at ``initialized`` when the client can).
 An exception in a handler is logged and answered with an error by pygls; the server
 stays up.
 """
@@ -20,7 +23,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from ..engine import WHOLE_FILE_TITLE
 from ..errors import UserError
 from ..parse.source import ParseError
-from . import convert, notebooks, options
+from . import convert, doctor, notebooks, options, project_edit
 from .convert import (
     CONVERT_FILE,
     CONVERT_PROJECT,
@@ -41,6 +44,38 @@ def initialize(ls: HorovodizeServer, params: types.InitializeParams):
     ls.options, problems = options.load(params.initialization_options)
     for problem in problems:
         ls.show(f"horovodize: {problem}; using the default", types.MessageType.Warning)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: HorovodizeServer, params):
+    doctor.on_initialized(ls)             # the stack doctor, for the editor's interpreter
+    await _watch_files(ls)
+
+
+# Files whose change can change a program: its modules, and the markers of the project root.
+WATCHED = ("**/*.py", "**/{pyproject.toml,setup.cfg}")
+
+
+async def _watch_files(ls: HorovodizeServer) -> None:
+    """Ask the client to tell the changes of the project's files on disk
+    (``workspace/didChangeWatchedFiles``), if it can take the registration."""
+    ws = ls.client_capabilities.workspace
+    watched = ws.did_change_watched_files if ws is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED])
+    try:
+        await ls.request(types.CLIENT_REGISTER_CAPABILITY, types.RegistrationParams(registrations=[types.Registration(
+            id="horovodize-watched-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options)]))
+    except (TimeoutError, JsonRpcException) as e:
+        log.info("the client did not register the file watcher: %s", e)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: HorovodizeServer, params: types.DidChangeWatchedFilesParams):
+    ls.programs.watched(params.changes)
 
 
 @server.feature(types.SHUTDOWN)
@@ -84,7 +119,7 @@ def notebook_did_close(ls: HorovodizeServer, params: types.DidCloseNotebookDocum
 
 # -- diagnostics (pull) -----------------------------------------------------------------
 @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
-                types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))
+                types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=True, workspace_diagnostics=False))
 async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParams):
     uri = params.text_document.uri
     if notebooks.notebook_uri(ls, uri) is not None:     # a notebook's cell: its diagnostics are pushed
@@ -94,10 +129,11 @@ async def diagnostic(ls: HorovodizeServer, params: types.DocumentDiagnosticParam
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     asyncio.get_running_loop().call_soon(ls.prime_later, entry)     # (after this answer is sent)
     rehearsal = ls.rehearsal.get(params.text_document.uri, [])
-    result_id = entry.result_id + (f"r{id(rehearsal)}" if rehearsal else "")   # (a rehearsal's are new)
+    items, result_id = ls.file_diagnostics(entry)               # (a file of a program: the program's)
+    result_id += f"r{id(rehearsal)}" if rehearsal else ""       # (a rehearsal's are new)
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    return types.RelatedFullDocumentDiagnosticReport(items=entry.diagnostics + rehearsal, result_id=result_id)
+    return types.RelatedFullDocumentDiagnosticReport(items=items + rehearsal, result_id=result_id)
 
 
 async def current_analysis(ls: HorovodizeServer, uri: str):
@@ -127,6 +163,7 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
     only = params.context.only
     actions: list[types.CodeAction] = []
     whole_file_for: list[types.Diagnostic] = []
+    program = ls.programs.results.get(target)      # a file of a program of several modules: its share
     if _wants(only, QUICK_FIX):
         for d in params.context.diagnostics:
             data = d.data if d.source == SOURCE and isinstance(d.data, dict) else None
@@ -146,10 +183,12 @@ async def code_action(ls: HorovodizeServer, params: types.CodeActionParams):
                 edit = convert.workspace_edit(uri, doc.version, edits, ls.document_changes)
                 actions.append(convert.code_action(str(fix.get("title")), QUICK_FIX, diagnostics=[d],
                                                    edit=edit, preferred=i == 0))
-            if data.get("code") in WHOLE_FILE_CODES:
-                whole_file_for.append(d)
+            if data.get("code") in WHOLE_FILE_CODES or (program is not None and not data.get("fixes")):
+                whole_file_for.append(d)       # (a program's fix that edits other files too: the program's conversion)
     if not (whole_file_for or _wants(only, SOURCE_FIX_ALL)):
         return actions
+    if program is not None:            # the program's conversion, not this file's alone
+        return actions + await project_edit.actions(ls, program, whole_file_for, _wants(only, SOURCE_FIX_ALL))
     entry = await ls.analysis(target)
     if entry is not None and entry.text is doc.text and entry.analysis.refused and whole_file_for:
         # All or nothing: the whole-file action shows, disabled, with the restriction that blocks it.
@@ -190,6 +229,8 @@ def _conversion_edit(ls: HorovodizeServer, entry) -> types.WorkspaceEdit | None:
 async def code_action_resolve(ls: HorovodizeServer, action: types.CodeAction):
     data = action.data if isinstance(action.data, dict) else {}
     uri = data.get("uri")
+    if data.get("action") == project_edit.ACTION and isinstance(uri, str) and action.edit is None:
+        return await project_edit.resolve(ls, action, uri)
     if data.get("action") != "convert" or not isinstance(uri, str) or action.edit is not None:
         return action
     doc = ls.documents.get(uri)
@@ -216,7 +257,7 @@ async def hover(ls: HorovodizeServer, params: types.HoverParams):
     else:
         offset = entry.text.offset(params.position, ls.encoding)
     select = ls.options.select
-    found = [f for f in entry.analysis.findings
+    found = [f for f in ls.programs.findings(entry)          # (a file of a program: the program's)
              if (select is None or f.code in select)
              and (f.start <= offset < f.end or f.start == offset == f.end)]
     if not found:
@@ -254,7 +295,7 @@ async def convert_file(ls: HorovodizeServer, *args):
         raise JsonRpcInvalidParams(f"{CONVERT_FILE} expects [uri] or [{{\"uri\": uri}}]")
     uri = notebooks.notebook_uri(ls, uri) or uri           # a notebook's cell: the whole notebook
     name = _display(uri)
-    if await _convert_program(ls, uri, alone_ok=True):      # a file of a program of several modules: all of it
+    if await project_edit.apply(ls, uri, alone_ok=True):     # a file of a program of several modules: all of it
         return
     entry = await current_analysis(ls, uri)
     if entry is None:
@@ -301,96 +342,10 @@ async def convert_project(ls: HorovodizeServer, *args):
     """Convert the program a file belongs to (its entry script and the project modules that
     entry imports) as one ``workspace/applyEdit``: versioned ``documentChanges`` across the
     files, the open buffers read as they are in the editor, the others from disk."""
-    from pathlib import Path
-
-    from .text import Text
-    from ..project import plan
-    from ..project.program import convert_program
-
     uri = _uri_arg(list(args))
     if uri is None or urlparse(uri).scheme != "file":
         raise JsonRpcInvalidParams(f"{CONVERT_PROJECT} expects [uri] of a file")
-    await _convert_program(ls, uri, alone_ok=False)
-
-
-async def _convert_program(ls: HorovodizeServer, uri: str, alone_ok: bool) -> bool:
-    """Apply the conversion of the program `uri` belongs to; False when it is a program
-    alone (`alone_ok`: the caller converts it as a file, else that is said)."""
-    from pathlib import Path
-
-    from ..project import plan
-    from ..project.program import convert_program
-    from .text import Text
-
-    if urlparse(uri).scheme != "file" or not uri.endswith(".py"):
-        return False
-    path = Path(_display(uri))
-    buffers = {Path(_display(u)).resolve(): d for u, d in ls.documents.items() if u.startswith("file:")}
-
-    def read(p: Path) -> str:
-        doc = buffers.get(Path(p).resolve())
-        if doc is not None:
-            return doc.text.text
-        data = Path(p).read_bytes()
-        return data.decode("utf-8") if data.strip() else ""
-
-    try:
-        found = await ls.in_worker(plan.program_for, path, read)
-        if found is None:
-            if not alone_ok:
-                ls.show(f"{path.name}: not a program of several modules (it imports no module of its project); "
-                        f"use \"{WHOLE_FILE_TITLE}\"", types.MessageType.Info)
-            return not alone_ok
-        entry, root = found
-        root = _workspace_root(ls, entry) or root
-        conv = await ls.in_worker(convert_program, entry, read, root, ls.options.keras_target,
-                                  ls.options.scale_lr, ls.options.require_local_fs)
-    except (UserError, OSError, UnicodeDecodeError) as e:
-        ls.show(f"horovodize: {path.name}: not converted: {e}", types.MessageType.Error)
-        return True
-    if conv.refused:
-        why = "; ".join(f"{m}" for _c, _l, m in conv.analysis.refusal_reasons()[:2])
-        ls.show(f"horovodize: {conv.name(entry)}: not converted: {why}", types.MessageType.Warning)
-        return True
-    changes = []
-    for f in conv.files:
-        if not f.changed:
-            continue
-        file_uri = f.path.as_uri()
-        doc = buffers.get(f.path)
-        changes.append((file_uri, doc.version if doc is not None else None,
-                        convert.text_edits(f.edits, Text(f.before), ls.encoding)))
-    if not changes:
-        ls.show(f"{conv.name(entry)}: nothing to change", types.MessageType.Info)
-        return True
-    if not ls.apply_edit:
-        ls.show(f"{conv.name(entry)}: this editor cannot apply edits from the server (workspace/applyEdit); "
-                "run `horovodize convert ENTRY --write`", types.MessageType.Error)
-        return True
-    try:
-        result = await ls.request(types.WORKSPACE_APPLY_EDIT, types.ApplyWorkspaceEditParams(
-            edit=convert.project_edit(changes, ls.document_changes), label=f"{WHOLE_FILE_TITLE} (project)"))
-    except (TimeoutError, JsonRpcException) as e:
-        ls.show(f"horovodize: the editor did not apply the project's conversion: {e}", types.MessageType.Warning)
-        return True
-    if result is None or not result.applied:
-        ls.show("horovodize: the editor did not apply the project's conversion", types.MessageType.Warning)
-        return True
-    ls.show(f"horovodize: {conv.name(entry)} converted as one program of {len(conv.files)} files "
-            f"({', '.join(conv.name(f.path) for f in conv.files if f.changed)} changed)", types.MessageType.Info)
-    return True
-
-
-def _workspace_root(ls: HorovodizeServer, path):
-    """The workspace folder holding `path` (the deepest), or None."""
-    from pathlib import Path
-
-    best = None
-    for folder in getattr(ls.workspace, "folders", {}).values():
-        base = Path(_display(folder.uri)).resolve()
-        if base in Path(path).resolve().parents and (best is None or len(base.parts) > len(best.parts)):
-            best = base
-    return best
+    await project_edit.apply(ls, uri, alone_ok=False)
 
 
 @server.feature(FILE_INFO)

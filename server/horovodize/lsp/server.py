@@ -18,6 +18,9 @@ limits (`options.MAX_FILE_LINES`, `MAX_FILE_BYTES`) get one information diagnost
 A notebook (`notebookDocument/*`) is one document here, keyed by its uri, whose text is
 its code cells' program (`lsp.notebooks.View`); its diagnostics are pushed per cell, also
 to a client that pulls (vscode-languageclient 9 never pulls for a notebook's cells).
+A file that is part of a program of several modules gets its program's diagnostics
+(`lsp.programs`, on the same worker once the edits pause; `file_diagnostics`,
+`deliver_programs`); its keystrokes are analysed and published as any file's.
 Nothing here imports or runs the user's code.
 
 Garbage collection: a 10k-line tree is some 10^5 long-lived objects, and CPython's full
@@ -39,25 +42,22 @@ import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lsprotocol import types
-from parso.utils import split_lines
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..engine import Analysis, Cancelled, analyze
-from ..incremental.index_memo import IndexMemo
-from ..parse import fast_parse, splice_parse
-from ..parse.diff_parse import LineDiffParser
-from ..parse.source import GRAMMAR, Source, line_table
+from ..parse.source import Source
 from . import convert
 from .notebooks import SYNC as NOTEBOOK_SYNC
 from .notebooks import View, publish_cells
 from .options import Options
+from .parser import IncrementalParser, collector_off
+from .programs import Programs, carried
 from .text import UTF16, Text
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class Entry:
     fresh: bool = False              # analysed without the memo: `_prime` it once answered
     notebook: View | None = None     # a notebook's version (`lsp.notebooks`) ...
     cells: dict | None = None        # ... and its diagnostics per cell uri
+    carried: tuple | None = None     # (program result, its diagnostics carried to this version): `file_diagnostics`
 
 
 def over_limit(buffer: Text, options: Options) -> str | None:
@@ -109,63 +110,6 @@ def over_limit(buffer: Text, options: Options) -> str | None:
             return (f"horovodize: not analysed: {size} bytes is over the maxFileBytes limit ({limit});"
                     " raise it in the server's initializationOptions (0 = no limit)")
     return None
-
-
-class IncrementalParser:
-    """The successive trees of one buffer, each made from the previous one.
-
-    `splice_parse.splice` re-parses only the top-level statements the change touched and
-    keeps every other statement object; where it cannot show that this equals a full parse
-    (an error in or next to the touched statements), parso's diff parser (`diff_parse`)
-    re-parses from the changed lines. Both mutate the previous tree in place; the analyses
-    of earlier versions only keep offsets, so they stay valid. Any failure falls back to a
-    full parse.
-    """
-
-    def __init__(self):
-        self.module = None
-        self.text: str | None = None
-        self.starts: list[int] | None = None
-        self.memo = IndexMemo()      # the analysis' work on the statements the parsers kept
-        self.leaves: dict = {}       # each kept statement's leaves, for `splice`'s line shifts
-        self._indexed = -1           # the memo's version when `_spliced` was last reset
-        self._spliced = False        # every parse since then left the kept statements untouched
-        self.fresh = False           # the last tree was parsed whole: the memo can reuse none of it
-
-    def _note_parse(self, spliced: bool) -> None:
-        """Tell the memo whether its kept statements are untouched since it last indexed
-        (then it skips their shape checks; a diff parse may have changed them)."""
-        if self.memo.version != self._indexed:
-            self._indexed, self._spliced = self.memo.version, True
-        self._spliced = self._spliced and spliced
-        self.memo.untouched = self._spliced
-
-    def parse(self, text: str, line_starts: list[int] | None = None):
-        starts = line_starts if line_starts is not None else line_table(text)
-        module = None
-        if self.module is not None:
-            if text == self.text:
-                self.fresh = False
-                return self.module
-            try:
-                module = splice_parse.splice(GRAMMAR, self.module, self.text, text, self.starts, starts,
-                                             self.leaves)
-                self._note_parse(spliced=module is not None)
-                if module is None:
-                    self.leaves.clear()          # the diff parser may change kept statements
-                    diff = LineDiffParser(GRAMMAR._pgen_grammar, GRAMMAR._tokenizer, self.module)
-                    module = diff.update(old_lines=split_lines(self.text, keepends=True),
-                                         new_lines=split_lines(text, keepends=True))
-            except Exception:
-                log.exception("incremental parse failed; parsing the whole buffer")
-                module = None
-        self.fresh = module is None
-        if module is None:
-            self.leaves.clear()
-            self._note_parse(spliced=False)
-            module = fast_parse.parse(GRAMMAR, text)
-        self.module, self.text, self.starts = module, text, starts
-        return module
 
 
 class Protocol(LanguageServerProtocol):
@@ -214,23 +158,6 @@ class Protocol(LanguageServerProtocol):
 _ANSWERED = object()
 
 
-@contextmanager
-def _collector_off():
-    """No automatic collection while parsing and analysing: the new tree is ~10^5 objects
-    that all stay alive, and each full collection triggered by their allocation walks all
-    of them again (5-20% of the open time of a 10k-line file). After: freeze first, then
-    enable; enabled with the whole analysis in the youngest generation, the next
-    allocation would start a collection that walks all of it."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.freeze()
-            gc.enable()
-
-
 class HorovodizeServer(LanguageServer):
     def __init__(self):
         super().__init__("horovodize", __version__, protocol_cls=Protocol,
@@ -248,6 +175,7 @@ class HorovodizeServer(LanguageServer):
         self._since_collect = 0                                       # analyses since a full collection
         self._idle_collect: asyncio.TimerHandle | None = None
         self.rehearsal: dict[str, list] = {}                          # uri -> diagnostics of its last rehearsal
+        self.programs = Programs(self)                                # the programs of several modules
 
     # -- client capabilities -----------------------------------------------------------
     @property
@@ -290,6 +218,7 @@ class HorovodizeServer(LanguageServer):
     def open(self, uri: str, text: str, version: int | None, notebook: View | None = None) -> None:
         self.documents[uri] = Document(uri, version, Text(text), notebook)
         self.schedule(uri)
+        self.programs.touched(uri, opened_or_closed=True)
 
     def change(self, uri: str, version: int | None, changes) -> None:
         doc = self.documents.get(uri)
@@ -304,6 +233,7 @@ class HorovodizeServer(LanguageServer):
             self._idle_collect.cancel()
             self._idle_collect = None
         self.schedule(uri)
+        self.programs.touched(uri)
 
     def close(self, uri: str) -> None:
         doc = self.documents.pop(uri, None)
@@ -315,6 +245,7 @@ class HorovodizeServer(LanguageServer):
         self._pending.pop(uri, None)
         self._published.pop(uri, None)
         self.rehearsal.pop(uri, None)
+        self.programs.touched(uri, opened_or_closed=True)
         try:
             self._worker.submit(self._parsers.pop, uri, None)   # after any analysis in flight
         except RuntimeError:                                 # the worker is shut down
@@ -371,7 +302,7 @@ class HorovodizeServer(LanguageServer):
                 str(next(self._result_ids)), too_large, notebook=doc.notebook)
         started = time.perf_counter()
         log.info("analysing %s version %s", uri, version)
-        with _collector_off():
+        with collector_off():
             parser = self._parsers.setdefault(uri, IncrementalParser())
             module = parser.parse(text.text, text.line_starts)
             parsed = time.perf_counter()
@@ -437,7 +368,7 @@ class HorovodizeServer(LanguageServer):
             return None
         started = time.perf_counter()
         try:
-            with _collector_off():
+            with collector_off():
                 analysis = analyze(text.text, module=parser.module, memo=parser.memo,
                                    stop=lambda: uri not in self.documents, line_starts=text.line_starts,
                                    keras_target=self.options.keras_target, scale_lr=self.options.scale_lr,
@@ -524,8 +455,46 @@ class HorovodizeServer(LanguageServer):
             publish_cells(self, entry, previous)
         else:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, version=entry.version, diagnostics=entry.diagnostics + self.rehearsal.get(uri, [])))
+                uri=uri, version=entry.version, diagnostics=self.file_diagnostics(entry)[0] + self.rehearsal.get(uri, [])))
         self.prime_later(entry)
+
+    # -- a file of a program of several modules (`programs`) ----------------------------------
+    def file_diagnostics(self, entry: Entry) -> tuple[list[types.Diagnostic], str]:
+        """(diagnostics, result id) of `entry`'s file: its program's share when it is part of
+        a program of several modules (carried past the edits made since it was analysed),
+        else its own analysis'."""
+        result = self.programs.results.get(entry.uri) if entry.notebook is None else None
+        if result is None or entry.too_large:
+            return entry.diagnostics, entry.result_id
+        if result.text is entry.text:
+            return result.diagnostics, result.result_id
+        if entry.carried is None or entry.carried[0] is not result:
+            entry.carried = (result, carried(result, entry.text, entry.uri, entry.version))
+        return entry.carried[1], f"{entry.result_id}-{result.result_id}"
+
+    def deliver_programs(self, uris: list[str]) -> None:
+        """Event loop: the program diagnostics of `uris` changed. A pulling client is asked to
+        pull again (``workspace/diagnostic/refresh``); a pushed-to one gets them, if they are
+        for the buffer's current text (else that text's own publish follows)."""
+        if self.pull_diagnostics:
+            ws = self.client_capabilities.workspace
+            if ws is not None and ws.diagnostics is not None and ws.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for uri in uris:
+            doc = self.documents.get(uri)
+            if doc is None or doc.notebook is not None:
+                continue
+            result = self.programs.results.get(uri)
+            if result is not None and result.text is not doc.text:
+                continue
+            entry = self.analyses.get(uri)
+            if result is None and (entry is None or entry.text is not doc.text):
+                self.schedule(uri)                   # (its own analysis, then published)
+                continue
+            diagnostics = result.diagnostics if result is not None else entry.diagnostics
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, version=doc.version, diagnostics=diagnostics + self.rehearsal.get(uri, [])))
 
     async def in_worker(self, fn, *args):
         """Run `fn` on the analysis thread (after the analyses already queued)."""

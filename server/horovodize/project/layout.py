@@ -7,6 +7,10 @@ entry's folder first on ``sys.path``; ``python -m pkg.main`` the current folder,
 the root): ``a/b.py`` or ``a/b/__init__.py`` below one of those bases. An import that
 resolves nowhere there is a library's (installed, or missing): not the project's.
 
+`read(path)` gives a file's text everywhere (the language server's gives its open buffers);
+a reader may also offer ``read.source(path, text) -> Source``, the parsed module (the language
+server's keeps the trees it already has, instead of a parse per file).
+
 Requires: parse (Source, imports helpers), errors. Provides: `find_root`, `Layout`, `ProjectImport`,
 `Module`, `project_entries`, `top_imports`, `main_block`, `runs_code`,
 `first_code`, `importers`.
@@ -29,14 +33,21 @@ SKIPPED_DIRS = {"site-packages", "node_modules", "__pycache__", "build", "dist",
 DYNAMIC = re.compile(r"\b(?:importlib\.import_module|__import__|import_module)\s*\(")
 
 
-def find_root(entry: Path, folder: Path | None = None) -> Path:
+def find_root(entry: Path, folder: Path | None = None, bound: Path | None = None) -> Path:
     """The folder given, else the nearest folder above the entry with a pyproject.toml,
-    setup.py, setup.cfg or .git, else the entry's own folder."""
+    setup.py, setup.cfg or .git, else the entry's own folder. `bound` (the language server's
+    workspace folder holding the entry): the search stops there, and it is the root when no
+    folder up to it has a marker."""
     if folder is not None:
         return folder.resolve()
     start = entry.resolve().parent
+    bound = bound.resolve() if bound is not None else None
+    if bound is not None and bound != start and bound not in start.parents:
+        bound = None                          # (not a folder above the entry: no bound)
     for d in (start, *start.parents):
         if any((d / m).exists() for m in ROOT_MARKERS):
+            return d
+        if d == bound:
             return d
     return start
 
@@ -79,22 +90,30 @@ class Module:
 
 class Layout:
     """The project's modules as the entry's program sees them; `read(path)` gives a file's
-    text (the language server passes its open buffers)."""
+    text (the language server passes its open buffers). `known`: modules an earlier layout
+    of the same entry and root read, reused while their file's text is the same (the
+    language server's program, re-linked after an edit of one of its modules)."""
 
-    def __init__(self, root: Path, entry: Path, read):
+    def __init__(self, root: Path, entry: Path, read, known: dict[Path, Module] | None = None):
         self.root, self.entry, self.read = root.resolve(), entry.resolve(), read
         self.bases = [self.entry.parent] + ([self.root] if self.root != self.entry.parent else [])
         src = self.root / "src"
         if src.is_dir() and src != self.entry.parent:
             self.bases.append(src)       # a src layout (package_dir = src): its packages import from there
         self.modules: dict[Path, Module] = {}
+        self.known = known or {}
 
     def module(self, path: Path) -> Module:
         path = path.resolve()
         m = self.modules.get(path)
         if m is None:
             text = self.read(path)
-            m = self.modules[path] = Module(path, text, Source(text))
+            m = self.known.get(path)
+            if m is not None and m.text == text:
+                self.modules[path] = m
+                return m
+            parsed = getattr(self.read, "source", None)
+            m = self.modules[path] = Module(path, text, parsed(path, text) if parsed else Source(text))
             self._scan(m)
         return m
 
@@ -135,10 +154,12 @@ class Layout:
         return d
 
     def _scan(self, m: Module) -> None:
-        for node in _import_nodes(m.source.module):
+        for node in _import_nodes(m.source.module, m.text):
             imp = self._import(m.path, node)
             if imp is not None:
                 m.imports.append(imp)
+        if "import_module" not in m.text and "__import__" not in m.text:
+            return                                # (what DYNAMIC matches holds one of these)
         for match in DYNAMIC.finditer(m.text):
             line = m.text.count("\n", 0, match.start()) + 1
             m.outside.append((line, "a dynamic import: the module it loads is out of sight"))
@@ -181,8 +202,35 @@ class Layout:
         return ProjectImport(node, out, star)
 
 
-def _import_nodes(module):
-    """Every import statement of the tree, nested ones included, in source order."""
+TOP_IMPORT_HEAD = re.compile(r"(?:from[ \t]+[\w.]+[ \t]+)?")
+
+
+def top_level_imports_only(text: str) -> bool:
+    """No import statement of `text` is below the top level: each word ``import`` starts a
+    line or follows ``from X`` at its start, on a line that continues none (or is in a
+    comment). A text test that may say False wrongly (the word in a string), never True."""
+    at = text.find("import")
+    while at != -1:
+        end = at + len("import")
+        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
+                (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+            start = text.rfind("\n", 0, at) + 1
+            head = text[start:at]
+            if not head.lstrip().startswith("#"):
+                continued = text[max(0, start - 3):start].rstrip("\r\n").endswith("\\")
+                if continued or TOP_IMPORT_HEAD.fullmatch(head) is None:
+                    return False
+        at = text.find("import", end)
+    return True
+
+
+def _import_nodes(module, text: str | None = None):
+    """Every import statement of the tree, nested ones included, in source order (when
+    `text`, the tree's, has no import below the top level, the top-level statements only:
+    a walk of a 10,000-line tree is tens of ms, and the language server links per edit)."""
+    if text is not None and top_level_imports_only(text):
+        return [small for stmt in module.children if stmt.type == "simple_stmt"
+                for small in stmt.children if small.type in ("import_name", "import_from")]
     stack = [module]
     found = []
     while stack:

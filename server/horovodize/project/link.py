@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import UserError
@@ -46,6 +47,7 @@ class Link:
         self.collisions: list = []          # (name, [(file, line)]) defined in two modules
         self.split = 0                      # offset in the entry where its top block ends (the set-up's place)
         self._at = 0
+        self._tables: dict[Path, list[int]] = {}     # each file's line table, made when first asked
 
     # -- building -------------------------------------------------------------------------
     def _add(self, text: str, path: Path | None, fstart: int, fend: int, virtual: bool) -> None:
@@ -71,8 +73,18 @@ class Link:
     def finish(self) -> None:
         self.text = "".join(self.parts)
         self._starts = [p.lstart for p in self.pieces]
-        self._line_starts = line_table(self.text)
-        self._file_lines = {p: line_table(m.text) for p, m in self.modules.items()}
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        """The linked text's line table (made when first asked: the language server relinks
+        a program per edit and parses the text with the table it makes itself)."""
+        return line_table(self.text)
+
+    def _file_lines(self, path: Path) -> list[int]:
+        table = self._tables.get(path)
+        if table is None:
+            table = self._tables[path] = line_table(self.modules[path].text)
+        return table
 
     def library_spans(self) -> tuple:
         """(start, end) of the linked text that the entry's modules (not the entry) fill."""
@@ -108,14 +120,15 @@ class Link:
 
     def locate_line(self, line: int) -> tuple[Path | None, int]:
         """1-based linked line → (file, 1-based line in that file)."""
-        offset = self._line_starts[min(max(line - 1, 0), len(self._line_starts) - 1)]
+        starts = self.line_starts
+        offset = starts[min(max(line - 1, 0), len(starts) - 1)]
         path, fo = self.locate(offset)
         if path is None:
             nxt = next((p for p in self.pieces if p.lstart >= offset and p.path is not None), None)
             if nxt is None:
                 return None, line
             path, fo = nxt.path, nxt.fstart
-        return path, bisect.bisect_right(self._file_lines[path], fo)
+        return path, bisect.bisect_right(self._file_lines(path), fo)
 
     def file_edits(self, edits: list[Edit]) -> dict[Path, list[Edit]]:
         """Each edit of the linked text as an edit of its file; raises UserError for an edit

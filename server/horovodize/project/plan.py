@@ -10,13 +10,14 @@ imports a module another program made call Horovod gets ``hvd.init()``.
 
 Every function takes `read(path) -> text` (the CLI's reader; the language server's would
 give open buffers). Requires: engine, parse, project.layout, project.program, errors.
-Provides: `program_for`, `library_only`, `plan_folder`, `prepare`, `original_reader`,
+Provides: `program_for`, `may_import`, `parsing_once`, `library_only`, `plan_folder`, `prepare`, `original_reader`,
 `module_names`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..engine import analyze
@@ -27,22 +28,26 @@ from .layout import (Layout, find_root, importers, main_block, package_parent, p
 from .program import add_init, convert_program, is_project
 
 
-def program_for(path: Path, read) -> tuple[Path, Path] | None:
+def program_for(path: Path, read, bound: Path | None = None) -> tuple[Path, Path] | None:
     """(entry, root) of the program `path` belongs to: itself when it is a script that
     imports modules of its project, or one with a ``__main__`` block that another project
     file imports (its set-up then goes in that block), or a notebook that imports modules of
     its project (`read` gives its code cells as one program); for a module of definitions,
-    the first entry of its project that imports it; None for a file that is a program alone."""
+    the first entry of its project that imports it; None for a file that is a program alone.
+    `bound`: the folder the root search stops at (`layout.find_root`; the language server's
+    workspace folder)."""
     if path.suffix not in (".py", ".ipynb") or not path.is_file():
         return None
-    root = find_root(path)
+    root = find_root(path, bound=bound)
+    read = parsing_once(read)
     try:
         if path.suffix == ".ipynb":
             return (path, root) if is_project(path, root, read) else None
-        module = Source(read(path)).module
+        module = read.source(path, read(path)).module
         if main_block(module) is None and not runs_code(module):
             for folder in dict.fromkeys([package_parent(path), root]):
-                entries, _imported = project_entries(folder, project_files(folder), read)
+                files = may_import(path, project_files(folder), read)
+                entries, _imported = project_entries(folder, files, read)
                 for entry in entries:
                     if path.resolve() in Layout(folder, entry, read).program()[1:]:
                         return entry, folder
@@ -52,6 +57,55 @@ def program_for(path: Path, read) -> tuple[Path, Path] | None:
         return None
     except UserError:
         return None
+
+
+class parsing_once:
+    """`read`, each text parsed once however many layouts read it (``read.source``, see
+    layout's docstring); the trees of a reader that has them (the language server's) kept."""
+
+    def __init__(self, read):
+        self.read, self.trees = read, {}
+        self._source = getattr(read, "source", None)
+
+    def __call__(self, path: Path) -> str:
+        return self.read(path)
+
+    def source(self, path: Path, text: str) -> Source:
+        key = Path(path).resolve()
+        found = self.trees.get(key)
+        if found is None or found.text != text:
+            found = self.trees[key] = self._source(path, text) if self._source else Source(text)
+        return found
+
+
+RELATIVE = re.compile(r"^\s*from\s+\.", re.MULTILINE)
+
+
+def may_import(target: Path, files: list[Path], read) -> list[Path]:
+    """The files of `files` (in their order) that may import `target`, directly or through
+    other files: each names, in its text, the module of a file of that chain (its name, or
+    its package's for an ``__init__.py``), or, once a package's ``__init__.py`` is in the
+    chain, imports relatively (``from . import x`` names no module). A text test, so that
+    only these files are parsed: it keeps every file that can import `target` (an import
+    names what it imports), and some that do not."""
+    target = target.resolve()
+    texts: dict[Path, str] = {}
+    for f in files:
+        try:
+            texts[f.resolve()] = read(f)
+        except (OSError, UnicodeDecodeError, UserError):
+            continue
+    chain, names, relative = {target}, set(), False
+    todo = [target]
+    while todo:
+        for p in todo:
+            names.add(p.parent.name if p.name == "__init__.py" else p.stem)
+            relative = relative or p.name == "__init__.py"
+        words = re.compile(r"\b(?:{})\b".format("|".join(re.escape(n) for n in sorted(names))))
+        todo = [r for r, text in texts.items()
+                if r not in chain and (words.search(text) or (relative and RELATIVE.search(text)))]
+        chain.update(todo)
+    return [f for f in files if f.resolve() in chain and f.resolve() in texts]
 
 
 def library_only(path: Path, read) -> bool:
