@@ -115,21 +115,25 @@ def _returns_arrays(ctx: RuleContext, value) -> bool:
     root = value.children[0] if call is not None and value.type in ("atom_expr", "power") else None
     fn = ctx.env.function_named(root.value, value) if root is not None and root.type == "name" else None
     rets = [r.children[1] for r in ctx.env.index.returns.get(id(fn), ()) if len(r.children) > 1] if fn else []
+    return bool(rets) and all(_array_like(ctx, fn, r) for r in rets)
 
-    def array_like(expr, depth: int = 0) -> bool:
-        expr = N.unparen(expr)
-        if expr.type in ("term", "arith_expr", "factor", "shift_expr"):
-            return True
-        if expr.type == "name" and depth < 4:      # ``imgs = np.expand_dims(imgs, -1); return imgs``
-            found = [b for b in ctx.env.bindings_of(expr.value, fn) if b.stmt.start_pos < expr.start_pos]
-            return bool(found) and found[-1].value is not None and array_like(found[-1].value, depth + 1)
-        last = expr.children[-1] if expr.type in ("atom_expr", "power") else None
-        if last is not None and last.type == "trailer" and last.children[0] == "[":
-            return True
-        call = N.as_call(expr)
-        return call is not None and ((call.callee_dotted() or "").split(".")[0] in ("np", "numpy")
-                                     or call.method in ("astype", "reshape"))
-    return bool(rets) and all(array_like(r) for r in rets)
+
+def _array_like(ctx: RuleContext, fn, expr, depth: int = 0) -> bool:
+    """`expr`, returned by `fn`, is arrays: arithmetic, a subscript, a numpy/astype/reshape call,
+    or a name last bound to one. (A function of its own, not a closure: a closure calling
+    itself is a reference cycle that would keep the analysis alive past its edit.)"""
+    expr = N.unparen(expr)
+    if expr.type in ("term", "arith_expr", "factor", "shift_expr"):
+        return True
+    if expr.type == "name" and depth < 4:      # ``imgs = np.expand_dims(imgs, -1); return imgs``
+        found = [b for b in ctx.env.bindings_of(expr.value, fn) if b.stmt.start_pos < expr.start_pos]
+        return bool(found) and found[-1].value is not None and _array_like(ctx, fn, found[-1].value, depth + 1)
+    last = expr.children[-1] if expr.type in ("atom_expr", "power") else None
+    if last is not None and last.type == "trailer" and last.children[0] == "[":
+        return True
+    call = N.as_call(expr)
+    return call is not None and ((call.callee_dotted() or "").split(".")[0] in ("np", "numpy")
+                                 or call.method in ("astype", "reshape"))
 
 
 def _reassigned(ctx: RuleContext, name: str, at) -> bool:
