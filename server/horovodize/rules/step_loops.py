@@ -127,7 +127,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _generator_fits(ctx: RuleContext) -> Iterator[Finding]:
-    """``fit(Dataset.from_generator(gen), steps_per_epoch=n)`` with its steps divided, where
+    """``fit(Dataset.from_generator(gen), steps_per_epoch=n)`` (or ``fit(gen(), ...)``) with its steps divided, where
     ``gen`` draws from numpy's or Python's global random state that the program seeds once:
     every rank would draw the same batches; the seed gets ``+ hvd.rank()`` (HVD048), in place,
     or on a new line before the fit when a split is drawn from it first."""
@@ -135,12 +135,18 @@ def _generator_fits(ctx: RuleContext) -> Iterator[Finding]:
     for use in training_data(ctx):
         call = N.as_call(use.site.node)
         src = use.pipe.source if use.pipe is not None else None
-        if use.kind != FIT or use.site.distributed or call is None or src is None or src.method != "from_generator":
+        if use.kind != FIT or use.site.distributed or call is None:
             continue
+        if src is not None and src.method == "from_generator":
+            arg = src.keyword("generator") or src.positional(0)
+            name = arg.value.value if arg is not None and arg.value.type == "name" else None
+            at = src.node
+        else:       # ``fit(gen(), steps_per_epoch=n)``: the generator object itself
+            made = N.as_call(N.unparen(use.expr)) if use.expr is not None and src is None else None
+            name = made.callee_dotted() if made is not None and made.index == 1 else None
+            at = use.expr
         start, end = ctx.source.span(call.node)
-        arg = src.keyword("generator") or src.positional(0)
-        name = arg.value.value if arg is not None and arg.value.type == "name" else None
-        fn = ctx.env.function_named(name, src.node) if name else None
+        fn = ctx.env.function_named(name, at) if name else None
         if fn is None or not _is_generator(fn) or not any(start <= d < end for d in divided):
             continue
         kind = _randomness(ctx, fn)
