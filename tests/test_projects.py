@@ -379,3 +379,19 @@ def test_one_entry_names_the_other_programs_that_import_a_module_it_changes(tmp_
     assert "partly done" in point12 and f"also imported by {entries[1]}" in point12 and "convert DIR" in point12
     folder = run("convert", str(project), "--diff")
     assert folder.returncode == 0 and "also imported by" not in folder.stderr
+
+
+def test_a_folder_does_not_set_up_its_documentation_config(tmp_path):
+    """Sphinx's docs/conf.py imports the package for its version: it is not a program of the
+    folder (sweep 40d: it got hvd.init() and made the real entry's conversion conflict)."""
+    project = tmp_path / "src_layout"
+    shutil.copytree(PROJECTS / "src_layout", project)
+    (project / "docs").mkdir()
+    (project / "docs" / "conf.py").write_text(
+        "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '../src'))\n"
+        "project = 'mypkg'\ntry:\n    from mypkg import Trainer as version\nexcept ImportError:\n"
+        "    version = ''\nrelease = version\n", encoding="utf-8")
+    proc = run("convert", str(project), "--diff")
+    assert proc.returncode == 0, proc.stderr
+    assert "+++ b/" in proc.stdout and "docs/conf.py" not in "".join(
+        line for line in proc.stdout.splitlines(keepends=True) if line.startswith("+++"))

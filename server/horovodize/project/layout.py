@@ -311,8 +311,8 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
     entries = []
     for f in files:
         r = f.resolve()
-        if f.name == "__init__.py" or r == root / "setup.py":
-            continue                    # (setup.py builds the package: not a program that trains)
+        if f.name == "__init__.py" or r == root / "setup.py" or _sphinx_conf(r):
+            continue                    # (setup.py builds the package, docs/conf.py its documentation)
         if f.suffix == ".ipynb":        # (`read` gives its code cells as one program): started as a whole
             entries.append(f)
             continue
@@ -323,6 +323,12 @@ def project_entries(root: Path, files: list[Path], read) -> tuple[list[Path], se
                 or _module_name(root, r) in scripts:
             entries.append(f)
     return entries, imported
+
+
+def _sphinx_conf(path: Path) -> bool:
+    """Sphinx's ``conf.py`` in a documentation folder (it imports the package for its version:
+    a program that trains nothing, which a folder's conversion must not set up)."""
+    return path.name == "conf.py" and any(part in ("doc", "docs", "documentation") for part in path.parts[:-1])
 
 
 def runs_code(module, skip=None) -> bool:
