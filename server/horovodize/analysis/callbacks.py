@@ -68,7 +68,22 @@ class CallbackFacts:
             return "writing"
         if not q and self.effects.writing_callback(call.callee_dotted()):
             return "writing"      # the program's own callback whose methods only write
+        if not q and depth < 3 and self._writing_base(call.callee_dotted()):
+            return "writing"      # the program's own subclass of TensorBoard, ModelCheckpoint...
         return "other"
+
+    def _writing_base(self, name: str | None) -> bool:
+        """`name` is a class of the program derived from a Keras callback that writes
+        (``class TensorBoardWithLearningRate(TensorBoard)``: it writes as its base does)."""
+        cls = next((c for c in self.env.index.classdefs if name and c.name.value == name), None)
+        if cls is None or cls.children[2] != "(" or cls.children[3].type == "operator":
+            return False
+        bases = cls.children[3].children if cls.children[3].type == "arglist" else [cls.children[3]]
+        for base in bases:
+            q = canonical(self.env.qualname(base)) if base.type in ("name", "atom_expr", "power") else None
+            if q and q.startswith(KERAS_CALLBACKS) and q.rsplit(".", 1)[-1] in WRITING:
+                return True
+        return False
 
     def callback_list(self, value, at) -> CallbackList:
         """The callbacks a ``fit(callbacks=<value>)`` gets, through names built over several
