@@ -123,7 +123,7 @@ def confusion_{i}(labels, predictions, num_classes=NUM_CLASSES):
 ''',
 ]
 
-MODEL = '''\
+CLASSIFIER = '''\
 class Classifier(tf.keras.Model):
     """A small ResNet-style classifier."""
 
@@ -146,6 +146,9 @@ def make_dataset(images, labels):
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+'''
+
+MODEL = CLASSIFIER + '''\
 model = Classifier()
 checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
 
@@ -213,29 +216,7 @@ NUM_CLASSES = 10
 
 '''
 
-MODULE_MODEL = '''\
-class Classifier(tf.keras.Model):
-    """A small ResNet-style classifier."""
-
-    def __init__(self, num_classes=NUM_CLASSES):
-        super().__init__()
-        self.stem = tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu")
-        self.pool = tf.keras.layers.GlobalAveragePooling2D()
-        self.head = tf.keras.layers.Dense(num_classes)
-
-    def call(self, inputs, training=False):
-        x = self.stem(inputs)
-        x = self.pool(x)
-        return self.head(x)
-
-
-def make_dataset(images, labels):
-    """Shuffle, map and batch."""
-    ds = tf.data.Dataset.from_tensor_slices((images, labels))
-    ds = ds.shuffle(10000).map(normalize_0).batch(BATCH_SIZE)
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-
+MODULE_MODEL = CLASSIFIER + '''\
 def make_optimizer(lr=0.001):
     return tf.keras.optimizers.Adam(learning_rate=lr)
 
