@@ -443,18 +443,16 @@ def _unit(ctx: RuleContext, call: N.Call):
         member = owner                     # ``if not os.path.exists(p): get_file(...)`` on one line
     member = _climb(ctx, member)
     fn = N.func_scope_of(member)
-    callers = ctx.env.callers(fn) if fn is not None else []
-    if any(_climb(ctx, N.simple_stmt_of(N.statement_of(c.node)) or N.statement_of(c.node)) is not
-           (N.simple_stmt_of(N.statement_of(c.node)) or N.statement_of(c.node)) for c in callers):
+    calls = [N.statement_of(c.node) for c in (ctx.env.callers(fn) if fn is not None else [])]
+    lines = [N.simple_stmt_of(small) or small for small in calls]
+    climbed = [_climb(ctx, line) for line in lines]
+    if any(up is not line for up, line in zip(climbed, lines)):
         # the function is called under a file-system test (``if not os.path.exists(d):
         # download_archive(...)``): a rank that finds the data skips the call and its barrier
         # while the others wait in it; the wrapper goes around that test, at its one caller
-        if len(callers) != 1:
+        if len(calls) != 1 or not N.alone_on_line(calls[0]):
             return None
-        small = N.statement_of(callers[0].node)
-        if not N.alone_on_line(small):
-            return None
-        member = _climb(ctx, N.simple_stmt_of(small) or small)
+        member = climbed[0]
     if member.parent is None or member.parent.type not in ("suite", "file_input"):
         return None
     if _trains(ctx, member) or mentions_hvd(member, ctx):

@@ -49,8 +49,9 @@ TF_SEEDS = ("tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_see
 # Between the seed and fit, draws that make the data or its split: they must stay alike.
 SPLIT_DRAWS = ("train_test_split", "sample", "shuffle", "permutation", "split_dataset")
 # Seeds of the draws an agent explores with (actions sampled by numpy, TensorFlow or random).
-RANK_SEEDS = ("numpy.random.seed", "np.random.seed", "random.seed", "tensorflow.random.set_seed",
-              "tf.random.set_seed", "set_random_seed")
+# (numpy's and Python's global seeds: they also make the data, kept alike beside a per-rank TF seed)
+DATA_SEEDS = ("numpy.random.seed", "np.random.seed", "random.seed")
+RANK_SEEDS = DATA_SEEDS + ("tensorflow.random.set_seed", "tf.random.set_seed", "set_random_seed")
 SEED = 42
 NP_DRAWS = ("permutation", "shuffle")
 GLOBAL_SEEDS = ("numpy.random.seed", "np.random.seed", "set_random_seed")   # keras.utils / tf.keras.utils
@@ -131,17 +132,15 @@ def _note_kept_seeds(ctx: RuleContext, fit: N.Call, scope, tf_seed: N.Call) -> N
     while TensorFlow's goes per rank: they make the data and the splits drawn before
     training, which must be the same on every rank, and fit's shuffle does not read them."""
     line = tf_seed.node.start_pos[0]
-    for name in ("seed",):
-        for call in ctx.calls(name):
-            q = _qualname(ctx, call)
-            if q not in ("numpy.random.seed", "np.random.seed", "random.seed") or _in_loop(call.node) \
-                    or call.node.start_pos > fit.node.start_pos or mentions_hvd(call.node, ctx) \
-                    or N.func_scope_of(call.node) not in (scope, ctx.source.module):
-                continue
-            text = call.node.get_code(include_prefix=False)
-            report_note(ctx, 5, call.node, f"done, but `{text}` stays the same on every rank: it makes the data and the "
-                        f"splits drawn before training, which every rank must share; fit's shuffle follows "
-                        f"TensorFlow's seed, per rank from line {line}")
+    for call in ctx.calls("seed"):
+        if _qualname(ctx, call) not in DATA_SEEDS or _in_loop(call.node) \
+                or call.node.start_pos > fit.node.start_pos or mentions_hvd(call.node, ctx) \
+                or N.func_scope_of(call.node) not in (scope, ctx.source.module):
+            continue
+        text = call.node.get_code(include_prefix=False)
+        report_note(ctx, 5, call.node, f"done, but `{text}` stays the same on every rank: it makes the data and the "
+                    f"splits drawn before training, which every rank must share; fit's shuffle follows "
+                    f"TensorFlow's seed, per rank from line {line}")
 
 
 def ranked(ctx: RuleContext, value) -> str:
