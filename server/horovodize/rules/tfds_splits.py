@@ -28,7 +28,9 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0, sub: tuple = ()):
     if expr.type != "name" and any(N.Call(expr, i).method in ("take", "repeat", "shard")
                                    for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])):
         return None     # bounded, endless or sharded by the program: a split per rank is not the division
-    load = N.as_call(expr)
+    first = next((i for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])), None) \
+        if expr.type != "name" else None
+    load = N.Call(expr, first) if first is not None else None   # (``tfds.load(...).map(f).batch(n)``: its head)
     if load is not None and _is_tfds_load(ctx, load):
         arg = load.keyword("split")
         return arg.value if arg is not None and N.unparen(arg.value).type != "atom" else None
