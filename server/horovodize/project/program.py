@@ -29,7 +29,7 @@ from ..engine import Analysis, analyze, without_overlaps
 from ..errors import UserError
 from ..parse.source import Edit, ParseError, Source, apply_edits
 from . import main_setup
-from .layout import Layout, find_root, top_imports
+from .layout import Layout, find_root, main_block, top_imports
 from .layout import importers as importers_of
 from .link import Link, link
 
@@ -156,11 +156,20 @@ def note_shared(conv: ProgramConversion, read) -> None:
     project: after the change the module calls Horovod, which that program never set up):
     point 12 names them. For one entry's conversion; a folder's converts them together."""
     inside = {f.path for f in conv.files}
-    for f in conv.files[1:]:
-        if f.changed:
+    for f in conv.files:
+        if f.changed and _calls_horovod_when_imported(conv, f):
             others = [p.resolve() for p in importers_of(conv.root, f.path, read) if p.resolve() not in inside]
             if others:
                 conv.shared[f.path] = others
+
+
+def _calls_horovod_when_imported(conv: ProgramConversion, f: FileChange) -> bool:
+    """Whether an edit of `f` calls Horovod where an importer runs it: outside the file's
+    ``__main__`` block (a seed or a keyword of its own changes nothing for its importers)."""
+    source = conv.link.modules[f.path].source
+    block = main_block(source.module)
+    start, end = source.span(block) if block is not None else (0, 0)
+    return any(HOROVOD.search(e.new_text) and not start <= e.start < end for e in f.edits)
 
 
 def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[Edit]]:
@@ -193,6 +202,8 @@ def _placed(conv: ProgramConversion, known: dict[str, str]) -> dict[Path, list[E
 
 
 INIT = re.compile(r"\bhvd\.init\(\)")
+# An edit that calls Horovod (an import of it, a seed or a keyword does not: importers run as before).
+HOROVOD = re.compile(r"\bhvd\.\w")
 
 
 def _trains_when_imported(conv: ProgramConversion) -> dict[Path, int]:
@@ -219,7 +230,6 @@ def _called_at_top(module) -> set[str]:
     """The names called by a module's top-level statements (definitions and its ``__main__``
     block left out)."""
     from ..parse import nodes as N
-    from .layout import main_block
 
     block, names = main_block(module), set()
     for stmt in module.children:
