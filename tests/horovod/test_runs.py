@@ -186,7 +186,7 @@ def test_resume_from_rank0_checkpoint(hvd_env, horovodize_exe, tmp_path):
     assert first.returncode == 0 and sorted(first.reports) == list(range(SIZE)), describe(first, converted)
     assert (out / "resume-ckpt-rank0").is_dir() and not (out / "resume-ckpt-rank1").exists(), describe(first)
 
-    second = H.horovodrun(converted, tmp_path / "run2", np=SIZE, out_dir=out, timeout=60)
+    second = H.horovodrun(converted, tmp_path / "run2", np=SIZE, out_dir=out, timeout=180)
     reports = second.reports
     checksums = [reports[r]["checksum"] for r in sorted(reports)]
     H.record({"program": "resume_checkpoint.py (restart)", "converted": True, "ranks": SIZE,
