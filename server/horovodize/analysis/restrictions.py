@@ -273,6 +273,8 @@ def _side_effect(env: Env, impure: _Impurity, node):
                     continue
                 call = N.Call(sub, i)
                 name = call.method or call.callee_dotted()
+                if name == "save" and env.lookup(call.receiver_dotted(), sub, "checkpoint") is not None:
+                    continue    # (a checkpoint saved in the print: rank 0's too, guarded with it)
                 if name in SIDE_EFFECT_CALLS:
                     return _span(sub.children[0], sub.children[i])
                 target = env.call_target(call)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
+from ..parse.scopes import is_main_guard
 from .base import RuleContext
 
 WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
@@ -270,8 +271,13 @@ def _nested_assignments(scope):
 
 
 def _assignments(ctx: RuleContext, scope):
+    """The assignment statements of a function's body, or of a module's top level and its
+    ``if __name__ == "__main__":`` block (a script's program often lives there)."""
     body = scope.children[-1] if scope.type == "funcdef" else scope
     for node in body.children:
+        if node.type == "if_stmt" and scope.type == "file_input" and is_main_guard(node):
+            yield from _assignments(ctx, node.children[3])
+            continue
         stmt = node.children[0] if node.type == "simple_stmt" else None
         if stmt is not None and stmt.type == "expr_stmt":
             yield stmt
