@@ -40,7 +40,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from . import data_seeds
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .work_division import KNOWN_SIZE, _shard, divide, note, pipeline, training_data
+from .work_division import KNOWN_SIZE, _key, _shard, divide, note, pipeline, training_data
 
 RULES = {
     "HVD048": ("data-seed-per-rank", "Seed the batches' random draws per rank (seed + hvd.rank())"),
@@ -324,6 +324,8 @@ def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[
         if pipe.method("repeat") and not q.endswith(KNOWN_SIZE) and not q.endswith(KERAS_DATASETS):
             return _shard_repeated(ctx, pipe, seen)
         found = list(_shard(ctx, pipe, seen, use))
+        if not found and any(_key(c) in seen for c in (pipe.source, *pipe.calls)):
+            return [], ""           # (sharded for another step of the loop that draws the same batch)
         if not found:
             return [], "the dataset is read in the same order on every rank and cannot be sharded at its source"
         return found, ""
