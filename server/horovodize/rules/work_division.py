@@ -100,9 +100,11 @@ def training_data(ctx: RuleContext) -> list[Use]:
 
 def _drivers(ctx: RuleContext, site) -> list:
     """Every loop that runs the step: the summary's driver, and the loop around each call of
-    the step's function (a script often calls ``train_step`` from more than one loop)."""
+    the step's function (a script often calls ``train_step`` from more than one loop). A
+    function that runs its own loop over the data (``train_one_epoch``) is called once an
+    epoch: the loop around its call does not run the steps."""
     out = [site.driver] if site.driver is not None else []
-    if site.function is not None:
+    if site.function is not None and (site.driver is None or N.func_scope_of(site.driver) is not site.function):
         for call in ctx.env.callers(site.function):
             loop = N.loop_around(call.node)
             if loop is not None and all(loop is not d for d in out):
