@@ -9,6 +9,7 @@ extraction never run on several ranks at once into the same path.
   body written to a file: `data_download`) runs on local rank 0 only, with what opens,
   extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
   allreduce on every rank (the others fetching again would write the same file).
+* A tf.data cache in a file gets a file per rank (`cache_files`).
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
   ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
   ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
@@ -44,6 +45,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, report_note, under_rank0_guard
+from .cache_files import per_rank_caches
 from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
@@ -234,6 +236,7 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
                     continue
                 wrapped.append((unit, call, kind))
     yield from _wrappers(ctx, wrapped, taken)
+    yield from per_rank_caches(ctx)
 
 
 def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
