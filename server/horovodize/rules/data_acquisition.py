@@ -217,10 +217,12 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     for name in (*NAMES, *models):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
-            if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
+            if kind is None or ctx.blocked("HVD044", call.node):
                 continue
             stmt = N.statement_of(call.node)
-            if under_rank0_guard(stmt, ctx) or _locked(stmt) or _after_own_barrier(stmt):
+            if mentions_hvd(call.node, ctx) or under_rank0_guard(stmt, ctx) or _locked(stmt) or _after_own_barrier(stmt):
+                if kind != "path":
+                    _wrapped_already(ctx, _unit(ctx, call))     # (converted: its fetch function stays as it is)
                 continue
             if kind == "path":
                 dataset = LOAD_DATA.match(ctx.env.callee_qualname(call)).group(1)
@@ -229,6 +231,8 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
                               Fix("Give each rank its own download path", ctx.add_keyword(call, text)))
             else:
                 unit = _unit(ctx, call)
+                if _wrapped_already(ctx, unit):
+                    continue
                 if unit is None:
                     note(ctx, call.node, "not done: every rank fetches here and no statement can be wrapped "
                          "(a return, a statement that trains, or one that shares its line): fetch it "
@@ -296,7 +300,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
         taken.add(id(call.node))
         end = stmt
     edits = download_block(ctx, runs, end, reduce) + edits
-    ctx.__dict__.setdefault("_download_blocks", []).extend(s for run in runs for s in run)
+    _on_local_rank0(ctx, [s for run in runs for s in run], group)
     fix = Fix("Download on local rank 0 only, then a barrier", edits)
     for call in calls:
         kind = acquisition(ctx, call)
@@ -349,6 +353,7 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
                                           "# then the others read it")])
     else:
         edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
+    _on_local_rank0(ctx, [], group)
     fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
     for call in calls:
         q = ctx.env.callee_qualname(call) or ""
@@ -357,6 +362,25 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
         yield finding(ctx, "HVD044", call.node, why, fix)
     for _stmt, call, _guard in cleaning:
         yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+
+
+def _wrapped_already(ctx: RuleContext, unit) -> bool:
+    """The unit is in a local-rank-0-first wrapper already (this rule's, in a converted
+    program); a fetch function it calls under its test is then local rank 0's."""
+    if unit is None or not _after_own_barrier(unit):
+        return False
+    _on_local_rank0(ctx, [], [(unit,)])
+    return True
+
+
+def _on_local_rank0(ctx: RuleContext, stmts: list, group: list) -> None:
+    """What other rules leave alone (`local_rank0_blocks`): the statements of a download
+    block, and the fetch function a unit calls under its file-system test (only a rank that
+    finds the data missing runs it, local rank 0 of each host: a rank-0 guard on its clean-up
+    would leave the other hosts' archives)."""
+    fetchers = ctx.__dict__.get("_fetchers", {})
+    blocks = ctx.__dict__.setdefault("_download_blocks", [])
+    blocks += stmts + [fetchers[id(u[0])] for u in group if id(u[0]) in fetchers]
 
 
 def _extract_on_local_rank0(ctx: RuleContext, call: N.Call) -> list | None:
@@ -456,6 +480,7 @@ def _unit(ctx: RuleContext, call: N.Call):
         if len(calls) != 1 or not N.alone_on_line(calls[0]):
             return None
         member = climbed[0]
+        ctx.__dict__.setdefault("_fetchers", {})[id(member)] = fn
     if member.parent is None or member.parent.type not in ("suite", "file_input"):
         return None
     if _trains(ctx, member) or mentions_hvd(member, ctx):
