@@ -274,3 +274,28 @@ def test_a_tf_data_cache_file_is_made_per_rank():
     for arg in ("", '""'):
         text = head + f"ds = tf.data.Dataset.from_tensor_slices((x, y)).cache({arg}).batch(8)\n" + tail
         assert f".cache({arg})" in convert_text(text) and point(text, 9)["status"] == "nothing to change"
+
+
+def test_a_fetch_function_under_a_test_and_without_one_is_refused_with_that_reason():
+    """Two callers of one fetch function, one under a file-system test and one without: no
+    wrapper lets every rank reach the same barriers. Refused, and the reason names that (it
+    said "a return, a statement that trains, or one that shares its line": sweep 40d r15)."""
+    text = """import os
+import numpy as np
+import tensorflow as tf
+
+
+def fetch(name):
+    tf.keras.utils.get_file(name, "https://example.org/" + name, extract=True)
+
+
+if not os.path.exists("a"):
+    fetch("a.zip")
+fetch("b.zip")
+x = np.load("a/x.npy")
+y = x
+""" + FIT_TAIL
+    a = conversion(text)
+    assert a.refused and convert_text(text) == text
+    (reason,) = [r for r in report.build(a)["reasons"] if r["code"] == "point 9"]
+    assert reason["line"] == 7 and "`fetch` is called under a file-system test and without one (line 12)" in reason["message"]
