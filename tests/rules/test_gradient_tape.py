@@ -542,10 +542,9 @@ def test_flag_stays_at_module_level_where_a_local_one_would_not_hold():
     """A Keras class would track a variable attribute as one of its weights, a staticmethod
     has no instance, and a function that tf.function traces cannot make a variable at each
     trace: the flag stays at module level there."""
-    for head, call in (("class Net(tf.keras.Model):\n    def __init__(self):\n        super().__init__()\n\n"
-                        "    def fit_step(self, x):\n", "Net().fit_step(x)"),
-                       ("class Steps:\n    def __init__(self):\n        pass\n\n    @staticmethod\n"
-                        "    def fit_step(x):\n", "Steps.fit_step(x)"),
+    keras = "class Net(tf.keras.Model):\n    def __init__(self):\n        super().__init__()\n\n    def fit_step(self, x):\n"
+    static = "class Steps:\n    def __init__(self):\n        pass\n\n    @staticmethod\n    def fit_step(x):\n"
+    for head, call in ((keras, "Net().fit_step(x)"), (static, "Steps.fit_step(x)"),
                        ("@tf.function\ndef outer(x):\n    def fit_step(x):\n", "outer(x)")):
         body = ("        with tf.GradientTape() as tape:\n            loss = tf.reduce_sum(model(x))\n"
                 "        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))\n")
