@@ -400,3 +400,37 @@ def test_a_folder_does_not_set_up_its_documentation_config(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "+++ b/" in proc.stdout and "docs/conf.py" not in "".join(
         line for line in proc.stdout.splitlines(keepends=True) if line.startswith("+++"))
+
+
+def test_point_12_names_importers_through_a_package_and_notebooks(tmp_path):
+    """The changed module is reached through a package's `__init__.py` re-export (by another
+    script) and imported by a notebook: point 12 names both (sweep 40d r12, r12b: it named
+    only the files whose own imports named the module, and no notebook)."""
+    import json
+
+    pkg = tmp_path / "regress"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from regress.fitting import fit_line\n")
+    (pkg / "fitting.py").write_text(
+        "def fit_line(net, data, rounds=3):\n    net.fit(data.batch(16), epochs=rounds)\n"
+        "    print('fitted', net.count_params())\n")
+    script = ("import tensorflow as tf\n\nimport regress\n\nif __name__ == '__main__':\n"
+              "    pts = tf.random.uniform((96, 2))\n"
+              "    data = tf.data.Dataset.from_tensor_slices((pts[:, :1], pts[:, 1:]))\n"
+              "    net = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])\n"
+              "    net.compile(tf.keras.optimizers.SGD(0.1), loss='mae')\n"
+              "    regress.fit_line(net, data)\n")
+    (tmp_path / "line_a.py").write_text(script)
+    (tmp_path / "line_b.py").write_text(script)
+    cell = "from regress.fitting import fit_line\nimport tensorflow as tf\n"
+    (tmp_path / "explore.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'regress'\n")
+    alone = run("convert", str(tmp_path / "line_a.py"), "--diff")
+    assert alone.returncode == 0, alone.stderr
+    assert "regress/fitting.py" in alone.stdout
+    point12 = next(line for line in alone.stderr.splitlines() if line.strip().startswith("12."))
+    assert "partly done" in point12 and "regress/fitting.py is also imported by " in point12, point12
+    named = point12.split("is also imported by ")[1].split(", outside")[0]
+    assert sorted(named.split(", ")) == ["explore.ipynb", "line_b.py"], point12

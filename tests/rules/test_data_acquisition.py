@@ -249,3 +249,53 @@ def test_a_constant_every_rank_reads_stays_out_of_the_download_block():
             "    zip_ref.extractall(training_dir)\n    zip_ref.close()\n"
             "hvd.allreduce(tf.constant(0), name=\"data_barrier\")") in out
     assert point(text, 9)["status"] == "done"
+
+
+def test_a_tf_data_cache_file_is_made_per_rank():
+    """``.cache(<file>)`` filled by every rank at once: TensorFlow refuses the second writer,
+    and a shared file would keep one rank's share (sweep 40d r13). Each rank gets its own file
+    (a literal becomes an f-string; an expression is concatenated, in parentheses where it
+    needs them); ``.cache()`` in memory is left alone, and so is the per-rank file (converting
+    again changes nothing)."""
+    head = ("import tensorflow as tf\n\nx = tf.random.normal((64, 4))\ny = tf.random.normal((64, 1))\n"
+            "root = 'tmp'\nlate = False\n")
+    tail = "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile('sgd', 'mse')\nmodel.fit(ds, epochs=2)\n"
+    for arg, after in (('"cache/xy"', 'f"cache/xy-{hvd.rank()}-of-{hvd.size()}"'),
+                       ("u'xy'", "f'xy-{hvd.rank()}-of-{hvd.size()}'"),
+                       ("r'c:\\\\xy'", "fr'c:\\\\xy-{hvd.rank()}-of-{hvd.size()}'"),
+                       ("filename=root + '/a' if late else root",
+                        "filename=(root + '/a' if late else root) + f\"-{hvd.rank()}-of-{hvd.size()}\"")):
+        text = head + f"ds = tf.data.Dataset.from_tensor_slices((x, y)).cache({arg}).batch(8)\n" + tail
+        p = point(text, 9)
+        assert p["status"] == "done" and [c["change"] for c in p["changes"]] == ["Give each rank its own cache file"]
+        out = convert_text(text)
+        assert f".cache({after}).batch(8)" in out, out
+        assert convert_text(out) == out
+    for arg in ("", '""'):
+        text = head + f"ds = tf.data.Dataset.from_tensor_slices((x, y)).cache({arg}).batch(8)\n" + tail
+        assert f".cache({arg})" in convert_text(text) and point(text, 9)["status"] == "nothing to change"
+
+
+def test_a_fetch_function_under_a_test_and_without_one_is_refused_with_that_reason():
+    """Two callers of one fetch function, one under a file-system test and one without: no
+    wrapper lets every rank reach the same barriers. Refused, and the reason names that (it
+    said "a return, a statement that trains, or one that shares its line": sweep 40d r15)."""
+    text = """import os
+import numpy as np
+import tensorflow as tf
+
+
+def fetch(name):
+    tf.keras.utils.get_file(name, "https://example.org/" + name, extract=True)
+
+
+if not os.path.exists("a"):
+    fetch("a.zip")
+fetch("b.zip")
+x = np.load("a/x.npy")
+y = x
+""" + FIT_TAIL
+    a = conversion(text)
+    assert a.refused and convert_text(text) == text
+    (reason,) = [r for r in report.build(a)["reasons"] if r["code"] == "point 9"]
+    assert reason["line"] == 7 and "`fetch` is called under a file-system test and without one (line 12)" in reason["message"]

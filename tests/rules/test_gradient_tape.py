@@ -221,16 +221,16 @@ def test_broadcast_after_an_assignment_with_keyword_argument():
         """
     after = src("""
         import tensorflow as tf
-        hvd_broadcast_done = tf.Variable(False, trainable=False)
 
         class Trainer:
             def __init__(self):
+                self.hvd_broadcast_done = tf.Variable(False, trainable=False)
                 self.opt = tf.keras.optimizers.SGD(0.1)
 
             def step(self, pairs):
                 hvd_grads_and_vars = list(pairs)
                 it = self.opt.apply_gradients(grads_and_vars=hvd_grads_and_vars, name="step")
-        """) + broadcast("self.opt", " " * 8) + "        return it\n"
+        """) + broadcast("self.opt", " " * 8, f"self.{FLAG}") + "        return it\n"
     assert_rule(before, after, "HVD021")
 
 
@@ -475,7 +475,7 @@ def test_optimizer_reached_through_a_checkpoint_is_broadcast():
     assert not a.refused and [f.code for f in a.rule_sites if f.code == "HVD021"] == ["HVD021"]
     out = a.converted()
     assert "        self.checkpoint.optimizer.apply_gradients(hvd_grads_and_vars)\n" + broadcast(
-        "self.checkpoint.optimizer", "        ") in out
+        "self.checkpoint.optimizer", "        ", f"self.{FLAG}") in out
 
 
 def test_a_step_whose_broadcast_has_no_place_refuses_the_conversion():
@@ -506,3 +506,52 @@ def test_a_step_whose_broadcast_has_no_place_refuses_the_conversion():
     assert a.refused and convert_text(text) == text
     (reason,) = [r for r in build(a)["reasons"] if r["code"] == "point 2"]
     assert reason["line"] == 12 and "`opts[0].apply_gradients(...)`" in reason["message"]
+
+
+def test_flag_per_instance_of_a_plain_trainer_class():
+    """A Trainer made once per model (k-fold, sweeps, pre-train then fine-tune): a
+    module-level flag, set by the first instance's step, would leave every later model
+    unbroadcast (sweep 40d r14). The flag is made in ``__init__``, one per instance."""
+    out = convert_text(src("""
+        import tensorflow as tf
+
+
+        class Runner:
+            def __init__(self, net):
+                self.net = net
+                self.sgd = tf.keras.optimizers.SGD(0.1)
+
+            @tf.function
+            def step(self, x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(self.net(x))
+                self.sgd.apply_gradients(zip(tape.gradient(loss, self.net.trainable_variables), self.net.trainable_variables))
+
+
+        for n in (1, 2):
+            runner = Runner(tf.keras.Sequential([tf.keras.layers.Dense(n)]))
+            for x in tf.data.Dataset.from_tensor_slices(tf.ones((8, 2))).batch(2):
+                runner.step(x)
+        """))
+    assert "        self.hvd_broadcast_done = tf.Variable(False, trainable=False)\n        self.net = net\n" in out
+    assert f"\n{FLAG} = " not in out and "        if not self.hvd_broadcast_done:\n" in out
+    compiles(out)
+
+
+def test_flag_stays_at_module_level_where_a_local_one_would_not_hold():
+    """A Keras class would track a variable attribute as one of its weights, a staticmethod
+    has no instance, and a function that tf.function traces cannot make a variable at each
+    trace: the flag stays at module level there."""
+    keras = "class Net(tf.keras.Model):\n    def __init__(self):\n        super().__init__()\n\n    def fit_step(self, x):\n"
+    static = "class Steps:\n    def __init__(self):\n        pass\n\n    @staticmethod\n    def fit_step(x):\n"
+    for head, call in ((keras, "Net().fit_step(x)"), (static, "Steps.fit_step(x)"),
+                       ("@tf.function\ndef outer(x):\n    def fit_step(x):\n", "outer(x)")):
+        body = ("        with tf.GradientTape() as tape:\n            loss = tf.reduce_sum(model(x))\n"
+                "        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))\n")
+        if head.startswith("@"):
+            body += "    return fit_step(x)\n"
+        text = ("import tensorflow as tf\n\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                "opt = tf.keras.optimizers.SGD(0.1)\nx = tf.ones((2, 2))\n\n\n" + head + body + "\n\n" + call + "\n")
+        out = rule_output(text, "HVD021")
+        assert out.startswith("import tensorflow as tf\n" + flag_def()), head
+        assert f"if not {FLAG}:" in out and f"self.{FLAG}" not in out, head

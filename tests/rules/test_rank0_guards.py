@@ -398,3 +398,38 @@ def test_a_plain_name_matches_the_name_template_that_wrote_it():
     assert not path_matches("generated_img_0_29.jpg", fmt)
     assert not path_matches("diagram.png", fmt)
     assert not path_matches("a.png", '"{}".format(name)')
+
+
+def test_a_restore_of_a_managers_latest_checkpoint_after_its_saves_is_said_to_differ_by_rank():
+    """``ckpt.restore(manager.latest_checkpoint)`` after training: the manager knows only its
+    own saves (and what its folder held when made), and only rank 0 saves, so the other ranks
+    restore an older checkpoint or none, shared filesystem or not (sweep 40d r17). Point 2 says
+    so (partly done, not blocking); point 7 does not claim a shared filesystem would do. A
+    restore before training is not noted: the first step's broadcast starts every rank from it."""
+    from horovodize.app import report
+    from horovodize.engine import conversion
+    text = src("""
+        import tensorflow as tf
+
+        net = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD(0.1)
+        state = tf.train.Checkpoint(net=net, opt=opt)
+        keeper = tf.train.CheckpointManager(state, "runs/ckpt", max_to_keep=2)
+        state.restore(keeper.latest_checkpoint)
+        pairs = tf.data.Dataset.from_tensor_slices((tf.ones((32, 3)), tf.zeros((32, 1)))).batch(4)
+        for xb, yb in pairs:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(net(xb) - yb))
+            opt.apply_gradients(zip(tape.gradient(loss, net.trainable_variables), net.trainable_variables))
+            keeper.save()
+        state.restore(keeper.latest_checkpoint)
+        print(float(tf.reduce_sum(net(tf.ones((1, 3))))))
+        """)
+    a = conversion(text)
+    points = {p["point"]: p for p in report.build(a)["points"]}
+    assert not a.refused and points[2]["status"] == "partly done"
+    (note,) = points[2]["notes"]
+    assert note["line"] == 14 and note["note"].startswith(
+        "ranks restore different checkpoints: `state.restore(keeper.latest_checkpoint)` restores "
+        "`keeper.latest_checkpoint`")
+    assert not any("shared filesystem:" in n["note"] for n in points[7]["notes"])

@@ -280,16 +280,16 @@ def package_parent(path: Path) -> Path:
     return d
 
 
-def project_files(root: Path) -> list[Path]:
-    """The .py files below `root` (hidden folders, environments and caches left out; at
-    most MAX_FILES)."""
+def project_files(root: Path, suffixes: tuple[str, ...] = (".py",)) -> list[Path]:
+    """The .py files (or those of `suffixes`) below `root` (hidden folders, environments and
+    caches left out; at most MAX_FILES)."""
     import os
 
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS
                              and not (Path(dirpath) / d / "pyvenv.cfg").exists())
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffixes)]
         if len(out) >= MAX_FILES:
             break
     return out[:MAX_FILES]
@@ -351,19 +351,41 @@ def first_code(module, skip=None):
     return None
 
 
-def importers(root: Path, path: Path, read) -> list[Path]:
+def importers(root: Path, path: Path, read, transitive: bool = False, stop: frozenset = frozenset()) -> list[Path]:
     """The project's .py files below `root` that import the module `path` (``from train
     import get_model`` in evaluate.py); a file is parsed only when a line of it names the
-    module after ``import``/``from``."""
-    path = path.resolve()
+    module after ``import``/``from``. `transitive`: also the files and notebooks (`read`
+    gives their code cells as one program) that reach it through other project modules, as
+    Python runs them (``import pkg``, whose ``__init__.py`` imports it), not through those
+    of `stop`."""
+    files = project_files(root, (".py", ".ipynb") if transitive else (".py",))
+    texts: dict[Path, str] = {}
+    todo, seen, out = [path.resolve()], {path.resolve()}, []
+    while todo:
+        target = todo.pop(0)
+        for f in _direct_importers(root, target, read, files, texts):
+            r = f.resolve()
+            if r in seen:
+                continue
+            seen.add(r)
+            out.append(f)
+            if transitive and f.suffix == ".py" and r not in stop:
+                todo.append(r)
+    return out
+
+
+def _direct_importers(root: Path, path: Path, read, files: list[Path], texts: dict[Path, str]) -> list[Path]:
+    """The files of `files` whose own imports name the module `path` (`texts`: those read)."""
     name = path.parent.name if path.name == "__init__.py" else path.stem
     named = re.compile(rf"^[ \t]*(?:from|import)\b[^\n]*\b{re.escape(name)}\b", re.M)
     out = []
-    for f in project_files(root):
+    for f in files:
         if f.resolve() == path:
             continue
         try:
-            if not named.search(read(f)) or path not in Layout(root, f, read).module(f).deps:
+            if f not in texts:
+                texts[f] = read(f)
+            if not named.search(texts[f]) or path not in Layout(root, f, read).module(f).deps:
                 continue
         except (UserError, OSError):
             continue

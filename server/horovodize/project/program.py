@@ -153,12 +153,14 @@ def convert_program(entry: Path, read, root: Path | None = None, keras_target: s
 
 def note_shared(conv: ProgramConversion, read) -> None:
     """The files outside this program that import a module it changes (another entry of the
-    project: after the change the module calls Horovod, which that program never set up):
-    point 12 names them. For one entry's conversion; a folder's converts them together."""
+    project: after the change the module calls Horovod, which that program never set up),
+    also through a package's ``__init__.py`` or another module, notebooks included: point
+    12 names them. For one entry's conversion; a folder's converts them together."""
     inside = {f.path for f in conv.files}
+    stop = frozenset({conv.entry.resolve()})      # (not back through the entry: `conv.importers`)
     for f in conv.files:
         if f.changed and _calls_horovod_when_imported(conv, f):
-            others = [p.resolve() for p in importers_of(conv.root, f.path, read) if p.resolve() not in inside]
+            others = [p.resolve() for p in importers_of(conv.root, f.path, read, True, stop) if p.resolve() not in inside]
             if others:
                 conv.shared[f.path] = others
 

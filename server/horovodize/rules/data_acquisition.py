@@ -9,6 +9,7 @@ extraction never run on several ranks at once into the same path.
   body written to a file: `data_download`) runs on local rank 0 only, with what opens,
   extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
   allreduce on every rank (the others fetching again would write the same file).
+* A tf.data cache in a file gets a file per rank (`cache_files`).
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
   ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
   ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
@@ -44,6 +45,7 @@ from typing import Iterator
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, report_note, under_rank0_guard
+from .cache_files import per_rank_caches
 from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
 from .setup_imports import tf_name
 
@@ -71,6 +73,8 @@ APPLICATION = re.compile(r"^(?:tensorflow\.)?keras\.applications(?:\.\w+)*\.[A-Z
 HUB = {"tensorflow_hub.KerasLayer", "tensorflow_hub.load", "tensorflow_hub.Module"}
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
+UNWRAPPABLE = ("not done: every rank fetches here and no wrapper can go around it ({}): fetch it on local rank 0 "
+               "first, then the others")
 
 
 def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
@@ -215,10 +219,12 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     for name in (*NAMES, *models):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
-            if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
+            if kind is None or ctx.blocked("HVD044", call.node):
                 continue
             stmt = N.statement_of(call.node)
-            if under_rank0_guard(stmt, ctx) or _locked(stmt) or _after_own_barrier(stmt):
+            if mentions_hvd(call.node, ctx) or under_rank0_guard(stmt, ctx) or _locked(stmt) or _after_own_barrier(stmt):
+                if kind != "path":
+                    _wrapped_already(ctx, _units(ctx, call))     # (converted: its fetch function stays as it is)
                 continue
             if kind == "path":
                 dataset = LOAD_DATA.match(ctx.env.callee_qualname(call)).group(1)
@@ -226,14 +232,13 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
                 yield finding(ctx, "HVD044", call.node, "every rank downloads the dataset into the same file",
                               Fix("Give each rank its own download path", ctx.add_keyword(call, text)))
             else:
-                unit = _unit(ctx, call)
-                if unit is None:
-                    note(ctx, call.node, "not done: every rank fetches here and no statement can be wrapped "
-                         "(a return, a statement that trains, or one that shares its line): fetch it "
-                         "on local rank 0 first, then the others")
+                units = _units(ctx, call)
+                if isinstance(units, str):
+                    note(ctx, call.node, units)
                     continue
-                wrapped.append((unit, call, kind))
+                wrapped += [(unit, call, kind) for unit in _wrapped_already(ctx, units)]
     yield from _wrappers(ctx, wrapped, taken)
+    yield from per_rank_caches(ctx)
 
 
 def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
@@ -277,7 +282,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
     they opened), then one allreduce on every rank (`data_download`)."""
     first, last = group[0][0], group[-1][0]
     first = http_get_before(ctx, first) or first
-    calls = [c for _u, cs, _k in group for c in cs]
+    calls = list({id(c): c for _u, cs, _k in group for c in cs}.values())   # (a call under two callers' tests)
     closes = closes_after(last)
     last = closes[-1] if closes else last
     runs, leak = guarded_runs(ctx, first, last)
@@ -293,7 +298,7 @@ def _download_group(ctx: RuleContext, group: list, taken: set, reduce: str, last
         taken.add(id(call.node))
         end = stmt
     edits = download_block(ctx, runs, end, reduce) + edits
-    ctx.__dict__.setdefault("_download_blocks", []).extend(s for run in runs for s in run)
+    _on_local_rank0(ctx, [s for run in runs for s in run], group)
     fix = Fix("Download on local rank 0 only, then a barrier", edits)
     for call in calls:
         kind = acquisition(ctx, call)
@@ -311,7 +316,7 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
     tf = ctx.env.tf_alias() or tf_name(ctx)
     first, last = group[0][0], group[-1][0]
     edits, again = [], False          # again: a rank > 0 still extracts (allreduce after)
-    calls = [c for _u, cs, _k in group for c in cs]
+    calls = list({id(c): c for _u, cs, _k in group for c in cs}.values())   # (a call under two callers' tests)
     for call in calls:
         if acquisition(ctx, call) != "extract":
             continue
@@ -346,6 +351,7 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
                                           "# then the others read it")])
     else:
         edits = [ctx.insert_before_stmt(first, before)] + edits + [ctx.insert_after_stmt(last, after)]
+    _on_local_rank0(ctx, [], group)
     fix = Fix("Fetch the data on local rank 0 first, then on the other ranks", edits)
     for call in calls:
         q = ctx.env.callee_qualname(call) or ""
@@ -354,6 +360,28 @@ def _cache_group(ctx: RuleContext, group: list, taken: set, reduce: str) -> Iter
         yield finding(ctx, "HVD044", call.node, why, fix)
     for _stmt, call, _guard in cleaning:
         yield finding(ctx, "HVD044", call.node, "every host must clean its own data folder, once", fix)
+
+
+def _wrapped_already(ctx: RuleContext, units: list | str) -> list:
+    """The units not yet in a local-rank-0-first wrapper. One that is (this rule's, in a
+    converted program) leaves the fetch function it calls under its test to local rank 0."""
+    todo = []
+    for unit in units if isinstance(units, list) else ():
+        if _after_own_barrier(unit):
+            _on_local_rank0(ctx, [], [(unit,)])
+        else:
+            todo.append(unit)
+    return todo
+
+
+def _on_local_rank0(ctx: RuleContext, stmts: list, group: list) -> None:
+    """What other rules leave alone (`local_rank0_blocks`): the statements of a download
+    block, and the fetch function a unit calls under its file-system test (only a rank that
+    finds the data missing runs it, local rank 0 of each host: a rank-0 guard on its clean-up
+    would leave the other hosts' archives)."""
+    fetchers = ctx.__dict__.get("_fetchers", {})
+    blocks = ctx.__dict__.setdefault("_download_blocks", [])
+    blocks += stmts + [fetchers[id(u[0])] for u in group if id(u[0]) in fetchers]
 
 
 def _extract_on_local_rank0(ctx: RuleContext, call: N.Call) -> list | None:
@@ -422,15 +450,20 @@ def _in_def(node, stop) -> bool:
     return False
 
 
-def _unit(ctx: RuleContext, call: N.Call):
-    """The statement to wrap: the line holding the call, or the ``with``/``try``/file-system
-    ``if`` around it; None when no wrapper can go around it (a ``return``, a statement that
-    trains, a line shared with another statement, code above the set-up)."""
+def _units(ctx: RuleContext, call: N.Call) -> list | str:
+    """The statements to wrap: the line holding the call, or the ``with``/``try``/file-system
+    ``if`` around it; or why no wrapper can go around it (a ``return``, a statement that
+    trains, a line shared with another statement, code above the set-up).
+
+    A function called under a file-system test (``if not os.path.exists(d):
+    download_archive(...)``) gets no wrapper inside: a rank that finds the data would skip
+    the call and its barrier while the others wait in it. The wrappers go around the tests
+    of its callers, one each (every rank reaches every one)."""
     small = N.statement_of(call.node)
     if small.type in N.COMPOUND:
         member = small
     elif small.type in ("return_stmt", "yield_expr") or any(n.type == "yield_expr" for n in N.walk(small)):
-        return None
+        return UNWRAPPABLE.format("it is in a return or yield")
     elif N.alone_on_line(small):
         member = N.simple_stmt_of(small) or small
     else:
@@ -439,30 +472,39 @@ def _unit(ctx: RuleContext, call: N.Call):
         if owner is None or owner.type not in ("if_stmt", "with_stmt", "try_stmt", "for_stmt", "while_stmt") \
                 or any(c.type != "newline" and c is not small and not (c.type == "operator" and c.value == ";")
                        for c in line.children):
-            return None
+            return UNWRAPPABLE.format("it shares its line with another statement")
         member = owner                     # ``if not os.path.exists(p): get_file(...)`` on one line
     member = _climb(ctx, member)
+    units = [member]
     fn = N.func_scope_of(member)
     calls = [N.statement_of(c.node) for c in (ctx.env.callers(fn) if fn is not None else [])]
     lines = [N.simple_stmt_of(small) or small for small in calls]
     climbed = [_climb(ctx, line) for line in lines]
     if any(up is not line for up, line in zip(climbed, lines)):
-        # the function is called under a file-system test (``if not os.path.exists(d):
-        # download_archive(...)``): a rank that finds the data skips the call and its barrier
-        # while the others wait in it; the wrapper goes around that test, at its one caller
-        if len(calls) != 1 or not N.alone_on_line(calls[0]):
-            return None
-        member = climbed[0]
-    if member.parent is None or member.parent.type not in ("suite", "file_input"):
-        return None
-    if _trains(ctx, member) or mentions_hvd(member, ctx):
-        return None
-    if called_on_rank0_only(ctx, N.func_scope_of(member)):
-        return None
-    top = ctx.env.top_imports_end
-    if N.func_scope_of(member) is None and top is not None and member.start_pos < top.end_pos:
-        return None                        # above the set-up: Horovod is not initialised yet
-    return member
+        name = fn.name.value
+        bare = [line.start_pos[0] for up, line in zip(climbed, lines) if up is line]
+        shared = [small.start_pos[0] for small in calls if not N.alone_on_line(small)]
+        if bare or shared:
+            at = f"without one (line {bare[0]})" if bare else f"on a line it shares (line {shared[0]})"
+            return (f"not done: every rank fetches here; `{name}` is called under a file-system test and {at}, "
+                    f"so no one wrapper lets every rank reach the same barriers: call `{name}` under a test "
+                    "on a line of its own everywhere (or nowhere), or fetch on local rank 0 first, then the others")
+        units = list({id(up): up for up in climbed}.values())
+        ctx.__dict__.setdefault("_fetchers", {}).update((id(up), fn) for up in units)
+    for member in units:
+        line = member.start_pos[0]
+        if member.parent is None or member.parent.type not in ("suite", "file_input"):
+            return UNWRAPPABLE.format(f"the statement at line {line} shares its line")
+        if _trains(ctx, member):
+            return UNWRAPPABLE.format(f"the statement at line {line} also trains")
+        if mentions_hvd(member, ctx):
+            return UNWRAPPABLE.format(f"the statement at line {line} already calls Horovod")
+        if called_on_rank0_only(ctx, N.func_scope_of(member)):
+            return UNWRAPPABLE.format(f"line {line} runs on rank 0 only, where a barrier would wait for the others")
+        top = ctx.env.top_imports_end
+        if N.func_scope_of(member) is None and top is not None and member.start_pos < top.end_pos:
+            return UNWRAPPABLE.format(f"line {line} runs above the Horovod set-up")
+    return units
 
 
 def _climb(ctx: RuleContext, member):

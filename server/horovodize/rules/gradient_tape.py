@@ -4,7 +4,8 @@ state from rank 0 once, after the first ``apply_gradients`` (HVD021).
 
 The seeds' broadcast uses a Python ``global`` flag, which ``@tf.function`` reads once at
 trace time, and iterates ``zip(...)`` twice. Here the arguments are materialised with
-``list(...)`` and the flag is a ``tf.Variable`` per site, defined after the set-up:
+``list(...)`` and the flag is a ``tf.Variable`` per site, defined after the set-up (per
+instance or per call where the step can train several models, `_flag_home`):
 ``if not flag:`` becomes a ``tf.cond`` inside ``@tf.function`` and a plain test eagerly,
 and the broadcast runs at each process's first step — also when only rank 0 restored a
 checkpoint (the optimizer's step counter would differ across ranks and hang the collective).
@@ -14,11 +15,14 @@ Requires: env (tapes, optimizer bindings), loop (flavour), restrictions (R8).
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
+from ..analysis.callables import callee_name
 from ..analysis.gradflow import gradient_inside, is_training_tape, optimizer_steps, single_target
 from ..analysis.roles import TF1_OPTIMIZERS
 from ..parse import nodes as N
+from ..parse.scopes import class_bases
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, report_note
 from .setup_imports import after_setup, tf_name
@@ -191,9 +195,12 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
     src, unit = ctx.source, ctx.source.indent_unit
     tf = tf_name(ctx)
     groups = _one_step(sites)
-    for group, flag in zip(groups, _fresh_names(ctx, FLAG, len(groups))):
+    for group, name in zip(groups, _fresh_names(ctx, FLAG, len(groups))):
         grads = iter(_fresh_names(ctx, GRADS, len(group)))      # (one per optimizer of the step)
-        edits = [Edit(group[0][4], group[0][4], ctx.lines(f"{flag} = {tf}.Variable(False, trainable=False)", ""))]
+        made = f"{tf}.Variable(False, trainable=False)"
+        flag, edit = _flag_home(ctx, group[0][0].node, name, made) or \
+            (name, Edit(group[0][4], group[0][4], ctx.lines(f"{name} = {made}", "")))
+        edits = [edit]
         body = [f"if not {flag}:"]
         seen: set = set()
         for call, receiver, stmt, arg, _anchor in group:
@@ -249,6 +256,61 @@ def _one_step(sites: list) -> list[list]:
         else:
             groups.append([site])
     return groups
+
+
+def _flag_home(ctx: RuleContext, at, name: str, made: str) -> tuple[str, Edit] | None:
+    """(the flag as the step reads it, the edit that makes it) where a module-level flag
+    would be shared by every model the step trains (a Trainer instantiated per model, a
+    ``train(model)`` called twice): the step is a method of a plain class with an
+    ``__init__`` (``self.<name>``, made first thing there), or a function nested in another
+    one that no tf.function traces (a local made before the step's ``def``). None: the
+    flag stays at module level (a step of the module, or of a Keras class, which would
+    track the variable as the model's own)."""
+    fn = N.enclosing(at, {"funcdef"})
+    outer = N.enclosing(fn, {"funcdef", "classdef"}) if fn is not None else None
+    if outer is None:
+        return None
+    defn = fn.parent if fn.parent.type == "decorated" else fn
+    if outer.type == "funcdef":
+        if _traced(ctx, outer):
+            return None        # (a tf.function cannot make a variable at each trace)
+        prev = defn.get_previous_sibling()
+        if prev is None or prev.type in ("newline", "operator"):
+            return name, ctx.insert_before_stmt(defn, f"{name} = {made}")
+        return name, ctx.insert_after_stmt(prev, f"{name} = {made}", ctx.source.indent_of(defn))
+    init = ctx.env.method(outer.name.value, "__init__") if _plain_class(ctx, outer) else None
+    params = fn.get_params()
+    if init is None or not params or init.children[-1].type != "suite" or defn is not fn and \
+            any(d in defn.children[0].get_code() for d in ("staticmethod", "classmethod")):
+        return None
+    first = next((s for s in init.children[-1].children[1:] if not _docstring(s)), None)
+    if first is None:
+        return None
+    me = init.get_params()[0].name.value if init.get_params() else "self"
+    return f"{params[0].name.value}.{name}", ctx.insert_before_stmt(first, f"{me}.{name} = {made}")
+
+
+def _plain_class(ctx: RuleContext, cls, depth: int = 0) -> bool:
+    """A class whose bases are ``object`` or plain classes of the file (no Keras layer or
+    ``tf.Module``, which would track a variable attribute as a weight of the model)."""
+    for base in class_bases(cls):
+        d = N.dotted(base)
+        local = ctx.env.all_classes.get(d) if d else None
+        if d != "object" and (local is None or local is cls or depth > 8 or not _plain_class(ctx, local, depth + 1)):
+            return False
+    return True
+
+
+def _traced(ctx: RuleContext, fn) -> bool:
+    """`fn` decorated with a ``tf.function`` or handed to one (``tf.function(train)``)."""
+    if fn.parent.type == "decorated" and re.search(r"\bfunction\b", fn.parent.children[0].get_code()):
+        return True
+    return any(callee_name(ctx.env, c) == "tensorflow.function" and c.positional(0) is not None
+               and N.dotted(c.positional(0).value) == fn.name.value for c in ctx.calls("function"))
+
+
+def _docstring(stmt) -> bool:
+    return stmt.type == "simple_stmt" and stmt.children[0].type in ("string", "strings")
 
 
 def _fresh_names(ctx: RuleContext, base: str, n: int) -> list[str]:

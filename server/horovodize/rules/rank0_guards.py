@@ -30,7 +30,8 @@ from typing import Iterator
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, mentions_hvd, under_rank0_guard
+from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, mentions_hvd,
+                   report_note, under_rank0_guard)
 from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
@@ -419,6 +420,13 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
                      if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
             if shown:
                 shared.append((_short(ctx.source.code(shown[0][1])), call.node.start_pos[0]))
+        elif (manager := _manager_latest(ctx, call, paths)) is not None:
+            # after rank 0's save: the manager's record of its own saves, on rank 0 only
+            report_note(ctx, 2, call.node, f"ranks restore different checkpoints: `{_short(ctx.source.code(call.node))}` "
+                        f"restores `{manager}{LATEST}`, the manager's own record of its saves (and of what its "
+                        "directory held when it was made), and only rank 0 saves: the other ranks restore an older "
+                        "checkpoint or none, shared filesystem or not; broadcast rank 0's restored variables after "
+                        "it (`hvd.broadcast_variables(..., root_rank=0)`)")
         else:
             text = _shown_path(ctx, call, paths, match)
             shared.append((text, call.node.start_pos[0]))
@@ -448,6 +456,21 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         first = first or call
     if first is not None and shared:       # one note, at the first read that waits: every such read's path and line
         note(ctx, first, shared_fs_note(shared))
+
+
+LATEST = ".latest_checkpoint"
+
+
+def _manager_latest(ctx: RuleContext, call: N.Call, paths: list) -> str | None:
+    """The CheckpointManager whose ``latest_checkpoint`` a restore reads (``ckpt.restore(
+    manager.latest_checkpoint)``, here or in the program's function `call` runs)."""
+    fn = ctx.env.call_target(call)
+    inner = [c.positional(0) or c.keyword("save_path") for c in ctx.calls("restore", fn)] if fn is not None else []
+    for p in [*paths, *(a.value for a in inner if a is not None)]:
+        d = N.dotted(p) if p is not None else None
+        if d and d.endswith(LATEST) and checkpoint_of(ctx.env, d[:-len(LATEST)], p):
+            return d[:-len(LATEST)]
+    return None
 
 
 def _used_on_rank0_only(ctx: RuleContext, stmt, on_rank0: list) -> str | None:
