@@ -29,7 +29,8 @@ extraction never run on several ranks at once into the same path.
   (``data_cleaned``) so it comes after every extraction.
 
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
-(a rank must not skip the allreduce because local rank 0 already made the file exist).
+(a rank must not skip the allreduce because local rank 0 already made the file exist); the
+acquisitions inside a unit (an extraction under an ``if`` there) are wrapped with it.
 
 Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves),
 ``local_rank0_blocks`` (the statements of the download blocks, which HVD032/HVD033 leave).
@@ -241,7 +242,12 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     to the cleaning of the data folder that follows it; what writes into the folder
     (extraction, cleaning) runs on local rank 0 only."""
     units: dict[int, tuple] = {}
+    outer = [unit for unit, _c, _k in wrapped]
     for unit, call, kind in wrapped:
+        # a unit inside another (an extraction under an ``if`` of the ``if not os.path.exists``
+        # that fetches) is the outer one's: no barrier under a test that differs by rank
+        unit = next((o for o in outer if o is not unit and N.inside(unit, o) and not any(
+            p is not o and N.inside(o, p) for p in outer)), unit)
         u = units.setdefault(id(unit), (unit, [], set()))
         u[1].append(call)
         u[2].add(kind)
@@ -256,8 +262,6 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     tf = ctx.env.tf_alias() or tf_name(ctx)
     reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
     for whole in groups:
-        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in whole):
-            continue
         downloads = [i for i, u in enumerate(whole) if "download" in u[2]]
         if not downloads:
             yield from _cache_group(ctx, whole, taken, reduce)
