@@ -442,3 +442,20 @@ def other_datasets(ctx: RuleContext, expr, at, followed: Pipeline | None) -> lis
             continue
         out.append((call, arg.value, pipe))
     return out
+
+
+def same_data(ctx: RuleContext, pipe) -> bool:
+    """Every rank reads the pipeline's examples in the same order: a tf.data source of this file
+    that does not shuffle (``list_files`` and the Keras directory utilities do by default, with
+    a seed of each rank's own, unless given ``shuffle=False`` or a ``seed``), and no later
+    ``shuffle`` without a ``seed`` (a seed is the same on every rank)."""
+    if pipe is None or pipe.source is None or not pipe.known:
+        return False
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
+        return False
+    if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
+        if not seeded_or_unshuffled(pipe.source):
+            return False
+    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
+               for c in pipe.method("shuffle"))

@@ -49,6 +49,7 @@ from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and s
     chain_calls,
     other_datasets,
     pipeline,
+    same_data,
     shuffle_seeds,
 )
 
@@ -358,6 +359,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 bounded |= kw == "steps_per_epoch"
                 if mentions_hvd(arg.value, ctx) or indivisible(arg.value) or ctx.blocked("HVD042", call.node):
                     continue
+                shards = _validation_shard(ctx, call, seen_sources, use) if kw == "validation_steps" else []
+                if shards is None:
+                    note(ctx, arg.node, "done, but validation_steps is left whole: every rank reads the validation data "
+                         "in one order and its source cannot be sharded here, so each rank validates on all of it")
+                    continue
+                yield from shards
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
@@ -446,6 +453,26 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.calls("TrainSpec"):
         if ctx.env.callee_qualname(call) and ctx.env.callee_qualname(call).endswith("estimator.TrainSpec"):
             yield from _estimator_steps(ctx, call, ("max_steps",))
+
+
+def _validation_shard(ctx: RuleContext, call: N.Call, seen: set, use: Use) -> list | None:
+    """What divides the validation data with `validation_steps`: nothing when each rank reads
+    its own already (sharded, shuffled per rank, or data this file does not build); the shard
+    at its source when every rank would read it in one order (each would validate on the same
+    first batches); None when that source cannot be sharded (the steps then stay whole)."""
+    arg = call.keyword("validation_data")
+    pipe = pipeline(ctx, arg.value, call.node) if arg is not None else None
+    if pipe is None or pipe.source is None or _sharded(pipe) or mentions_hvd(arg.value, ctx) \
+            or not same_data(ctx, pipe):
+        return []
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(KNOWN_SIZE) and _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None:
+        return None           # (no size known before reading it: no equal share can be cut)
+    found = list(_shard(ctx, pipe, seen, use))
+    for f in found:
+        f.message = f.message.replace("every rank iterates the whole dataset", "with validation_steps divided, "
+                                      "every rank would validate on the same first batches of the dataset", 1)
+    return found if found or _key(pipe.source) in seen else None
 
 
 def _handed_too(ctx: RuleContext, use: Use, bounded: bool, seen: set) -> Iterator[Finding]:
