@@ -12,7 +12,8 @@ extraction never run on several ranks at once into the same path.
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
   ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
   ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
-  a URL, ``extractall``,
+  a URL, scikit-learn's ``fetch_*`` dataset fetchers (``fetch_california_housing``,
+  ``fetch_openml``), ``extractall``,
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
@@ -43,6 +44,7 @@ import re
 from typing import Iterator
 
 from ..parse import nodes as N
+from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, report_note, under_rank0_guard
 from .data_download import closes_after, download_block, guarded_runs, http_get_before, is_download
@@ -70,6 +72,9 @@ NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached
 # handle into the hub cache; a second call finds the file there.
 APPLICATION = re.compile(r"^(?:tensorflow\.)?keras\.applications(?:\.\w+)*\.[A-Z]\w*$")
 HUB = {"tensorflow_hub.KerasLayer", "tensorflow_hub.load", "tensorflow_hub.Module"}
+# scikit-learn's dataset fetchers download into ~/scikit_learn_data (``data_home``), write their
+# cache (``.pkz``) and remove the archive: every local rank at once reads what another removes.
+SKLEARN_FETCH = re.compile(r"^sklearn\.datasets(?:\.\w+)*\.fetch_\w+$")
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
 
@@ -122,6 +127,9 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         return "download" if is_download(ctx, call) else "fetch"
     if call.method == "download_and_prepare":
         return "fetch"
+    if name.startswith("fetch_") and _sklearn_fetch(ctx, dotted):
+        download = call.keyword("download_if_missing")
+        return None if download is not None and download.value.get_code(include_prefix=False) == "False" else "fetch"
     if call.method == "extractall" or dotted in EXTRACT_DOTTED:
         return "extract"
     if dotted in TEXT_FROM_URL:       # numpy's DataSource downloads a URL into the working directory
@@ -137,7 +145,7 @@ def _candidate(ctx: RuleContext, call: N.Call, q: str, dotted: str, name: str) -
     return bool(LOAD_DATA.match(q) or APPLICATION.match(q) or q in HUB or dotted in HUB
                 or name == "get_file" or dotted == "open" or dotted in FETCH_DOTTED or dotted in EXTRACT_DOTTED
                 or dotted in TEXT_FROM_URL or call.method in ("download_and_prepare", "extractall")
-                or _hub_alias(ctx, dotted))
+                or _hub_alias(ctx, dotted) or name.startswith("fetch_"))
 
 
 URL = re.compile(r"""^[rbuRBUfF]*['"](https?|ftp)://""")
@@ -168,6 +176,13 @@ def _url_like(ctx: RuleContext, value, at, depth: int = 0) -> bool:
     found = [b for b in ctx.env.bindings if b.name == value.value and b.value is not None
              and b.stmt.start_pos < at.start_pos]
     return bool(found) and URL.match(found[-1].value.get_code(include_prefix=False)) is not None
+
+
+def _sklearn_fetch(ctx: RuleContext, dotted: str) -> bool:
+    """``fetch_openml(...)``, ``datasets.fetch_covtype(...)``: a fetcher of ``sklearn.datasets``."""
+    root, _, rest = dotted.partition(".")
+    full = next((f for node in ctx.env.imports for local, f in import_bindings(node) if local == root), "")
+    return bool(full) and SKLEARN_FETCH.match(f"{full}.{rest}" if rest else full) is not None
 
 
 def _hub_alias(ctx: RuleContext, dotted: str) -> bool:
@@ -213,7 +228,8 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     text = ctx.source.text
     models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()] \
         if "applications" in text or "tensorflow_hub" in text else []
-    for name in (*NAMES, *models):
+    fetchers = [m for m in ctx.env.index.by_method if m and m.startswith("fetch_")] if "sklearn" in text else []
+    for name in (*NAMES, *models, *fetchers):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
             if kind is None or ctx.blocked("HVD044", call.node) or mentions_hvd(call.node, ctx):
