@@ -465,6 +465,9 @@ def _validation_shard(ctx: RuleContext, call: N.Call, seen: set, use: Use) -> li
     if pipe is None or pipe.source is None or _sharded(pipe) or mentions_hvd(arg.value, ctx) \
             or not same_data(ctx, pipe):
         return []
+    takes = {_key(c) for c in training_takes(ctx)}
+    if any(_key(c) in takes for c in bounds(ctx, pipe)):
+        return []             # (the training data's own take(n): HVD040 divides it)
     q = ctx.env.callee_qualname(pipe.source) or ""
     if not q.endswith(KNOWN_SIZE) and _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None:
         return None           # (no size known before reading it: no equal share can be cut)
@@ -472,7 +475,9 @@ def _validation_shard(ctx: RuleContext, call: N.Call, seen: set, use: Use) -> li
     for f in found:
         f.message = f.message.replace("every rank iterates the whole dataset", "with validation_steps divided, "
                                       "every rank would validate on the same first batches of the dataset", 1)
-    return found if found or _key(pipe.source) in seen else None
+    if found or {_key(c) for c in [pipe.source, *pipe.calls]} & seen:
+        return found          # (or sharded already, for the training data it shares)
+    return None
 
 
 def _handed_too(ctx: RuleContext, use: Use, bounded: bool, seen: set) -> Iterator[Finding]:
