@@ -162,6 +162,21 @@ def test_write_refuses_a_file_changed_since_it_was_read(tmp_path):
     assert path.read_text() == convert_text(TAPE + "# edited in the editor meanwhile\n")
 
 
+@pytest.mark.parametrize("how", [[], ["-o", "out.py"], ["-o", "-"], ["--diff"], ["--write"]])
+def test_a_conversion_that_does_not_parse_is_never_output(tmp_path, monkeypatch, capsys, how):
+    """stdout, -o and --diff refuse what --write refuses (exit 2), not print it with exit 0."""
+    from horovodize import cli, engine
+
+    path = tmp_path / "train.py"
+    path.write_text(TAPE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(engine.Analysis, "converted", lambda self: self.source.text + "f(a=1 b=2)\n")
+    assert cli.main(["convert", str(path), *how]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{path}: conversion does not parse" in err
+    assert path.read_text() == TAPE and sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
 def test_directory_write_goes_on_after_a_read_only_file(tmp_path):
     (tmp_path / "a.py").write_text(TAPE)
     (tmp_path / "b.py").write_text(TAPE)

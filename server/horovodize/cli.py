@@ -2,9 +2,9 @@
 
 Exit codes: 0 no findings / success, 1 findings, 2 usage or I/O errors, 3 conversion
 refused (a restriction blocks the training loop; nothing is changed) (argparse's own
-usage errors exit 2 as well). Nothing is ever half-written: ``--write`` writes only a
-result that parses, to a file that still holds what was read, through a temporary file in
-the same directory and a rename (a hard-linked file is rewritten in place); see `write_back`.
+usage errors exit 2 as well). Nothing is ever half-written: ``convert`` prints, diffs or
+writes only a result that parses; ``--write`` writes it to a file that still holds what was read,
+through a temporary file and a rename (a hard-linked file is rewritten in place); see `write_back`.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def cmd_check(args) -> int:
                 "path": str(path), "code": f.code, "severity": f.severity, "message": f.message,
                 "line": l1 + 1, "column": c1 + 1, "end_line": l2 + 1, "end_column": c2 + 1,
                 "fixable": f.fix is not None, "blocks": list(f.blocks),
-                "related": [dict(zip(("line", "column"), _one_based(src.position(r.start))), message=r.message)
+                "related": [dict(zip(("line", "column"), (n + 1 for n in src.position(r.start))), message=r.message)
                             for r in f.related],
             })
         if select is None and analysis.error is None:
@@ -193,10 +193,6 @@ def _located_cell(path: Path, nb, e: ParseError) -> UserError:
     return UserError(f"{path}:cell {cell}:{line}:{column}: {e.kind}: {message}", located=True)
 
 
-def _one_based(pos):
-    return pos[0] + 1, pos[1] + 1
-
-
 def _parse_error(source: Source) -> ParseError | None:
     try:
         source.check_parses()
@@ -223,12 +219,11 @@ def write_back(path: Path, before: str, after: str, program: bool = True) -> Non
     are kept. A file nobody may write (0444) or one that no longer holds `before` (edited
     since it was read) is refused with a one-line error. A file with one name is replaced
     atomically (temporary file in its directory, then rename); a hard-linked file, or one
-    whose owner a new file could not keep, is rewritten in place so every name sees the
-    new text. The result must parse, or nothing is written (a notebook, `program` false:
-    its caller checked that every changed cell parses).
+    whose owner a new file could not keep, is rewritten in place. `after` must parse (a
+    notebook, `program` false: its caller checked each changed cell).
     """
     if program:
-        Source(after).check_parses()
+        check_parses(path, after)
     real, st = check_writable(path)
     if read_bytes(real) != before.encode("utf-8"):
         raise UserError(f"{path}: changed since it was read; not written (run the conversion again)")
@@ -240,6 +235,12 @@ def write_back(path: Path, before: str, after: str, program: bool = True) -> Non
         fh.truncate()
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def check_parses(path: Path, after: str) -> None:
+    """A conversion that does not parse is neither written nor printed (-o, --diff, stdout)."""
+    if (e := _parse_error(Source(after))) is not None:
+        raise UserError(f"{path}: conversion does not parse ({e}); file left unchanged, nothing printed")
 
 
 def check_writable(path: Path) -> tuple[Path, os.stat_result]:
@@ -380,6 +381,8 @@ def cmd_convert(args) -> int:
                 continue
             before, analysis = convert_file(path, args.keras_target, args.scale_lr, args.require_local_fs)
             after = analysis.converted()
+            if before != after:
+                check_parses(path, after)       # (stdout, -o and --diff, as --write)
             if args.write and before != after:
                 check_writable(path)    # (a report of a conversion that is not written would say "done")
         except UserError as e:
@@ -403,8 +406,6 @@ def cmd_convert(args) -> int:
                 try:
                     try:
                         write_back(path, before, after)
-                    except ParseError as e:
-                        raise UserError(f"{path}: conversion does not parse ({e}); file left unchanged")
                     except OSError as e:
                         raise UserError(f"{path}: cannot write: {e.strerror or e}")
                 except UserError as e:
@@ -605,6 +606,8 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
         if f.path in done and done[f.path] != f.after:
             raise UserError(f"{f.path}: two programs of {root} need different edits in this shared module; "
                             f"convert {entry} on its own (horovodize convert {entry} --diff)")
+    for f in (f for f in changes if f.path.suffix != ".ipynb"):   # (a notebook's cells: checked)
+        check_parses(f.path, f.after)
     if args.write:
         for f in changes:
             check_writable(f.path)
@@ -633,8 +636,6 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
                 continue
             try:
                 write_back(f.path, f.before, f.after, program=f.path.suffix != ".ipynb")
-            except ParseError as e:
-                raise UserError(f"{f.path}: conversion does not parse ({e}); file left unchanged")
             except OSError as e:
                 raise UserError(f"{f.path}: cannot write: {e.strerror or e}")
     for f in changes:

@@ -248,17 +248,23 @@ def own_episodes(analysis: Analysis) -> str:
 
 
 def without_overlaps(edits: list[Edit]) -> list[Edit]:
-    """Sort stably by position and drop an edit that overlaps an earlier one."""
+    """Sort stably by position, drop an edit that overlaps an earlier one, and separate two
+    arguments put into one empty argument list by ", "."""
     out: list[Edit] = []
     seen: set[Edit] = set()     # sites sharing edits (one rank-0 guard around a run of statements)
     last = -1
     # at one offset, whole inserted lines go before text inserted into the line there (a set-up
     # line must not land after the `if hvd.rank() == 0: ` guard put before that line's statement)
+    argument_at = -1            # where an argument went into an empty argument list
     for e in sorted(edits, key=lambda e: (e.start, e.end, not (e.start == e.end and e.new_text.endswith(("\n", "\r"))))):
         if e.start < last or e in seen:
             continue
-        out.append(e)
         seen.add(e)
+        if e.argument and argument_at == e.start:      # ``fit()`` given callbacks= and verbose=
+            e = Edit(e.start, e.end, ", " + e.new_text)
+        elif e.argument:
+            argument_at = e.start
+        out.append(e)
         last = max(last, e.end)
     return out
 

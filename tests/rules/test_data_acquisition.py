@@ -299,3 +299,18 @@ y = x
     assert a.refused and convert_text(text) == text
     (reason,) = [r for r in report.build(a)["reasons"] if r["code"] == "point 9"]
     assert reason["line"] == 7 and "`fetch` is called under a file-system test and without one (line 12)" in reason["message"]
+
+
+def test_scikit_learn_fetchers_are_fetched_on_local_rank0_first():
+    """``fetch_*`` downloads into ~/scikit_learn_data and removes its archive: a data acquisition,
+    however it is imported; the bundled ``load_*`` and ``download_if_missing=False`` are not."""
+    for head, call in (("from sklearn.datasets import fetch_covtype", "fetch_covtype()"),
+                       ("from sklearn import datasets as skd", "skd.fetch_openml('adult', version=2)"),
+                       ("import sklearn.datasets", "sklearn.datasets.fetch_kddcup99(subset='SA')")):
+        text = f"import tensorflow as tf\n{head}\n\nbunch = {call}\nx, y = bunch.data, bunch.target\n" + FIT_TAIL
+        out = convert_text(text)
+        assert out.index("local_rank() != 0") < out.index(call) < out.index("local_rank() == 0"), call
+    for head, call in (("from sklearn.datasets import load_digits", "load_digits()"),
+                       ("from sklearn.datasets import fetch_covtype", "fetch_covtype(download_if_missing=False)")):
+        text = f"import tensorflow as tf\n{head}\n\nbunch = {call}\nx, y = bunch.data, bunch.target\n" + FIT_TAIL
+        assert "data_barrier" not in convert_text(text) and point(text, 9)["status"] == "nothing to change", call

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from horovodize.engine import convert_text
+from horovodize.engine import analyze, convert_text, without_overlaps
+from horovodize.parse.source import apply_edits
 
 from rulecase import assert_no_rule, assert_rule, rule_output, src
 
@@ -126,6 +127,36 @@ def test_fit_on_something_that_is_not_a_model():
         reg = LinearRegression()
         reg.fit(x, y)
         """, "HVD050")
+
+
+def test_two_keywords_into_an_empty_argument_list_are_separated():
+    # (HVD050 and HVD051 both insert at its closing parenthesis; the engine joins them)
+    before = HEAD + "model.fit()\n"
+    analysis = analyze(before)
+    edits = [e for f in analysis.rule_sites if f.code in ("HVD050", "HVD051") for e in f.fix.edits]
+    for once in (without_overlaps(edits), without_overlaps(without_overlaps(edits))):
+        out = apply_edits(before, once)
+        assert out.endswith(f"model.fit(callbacks=[{FIRST}], verbose=1 if hvd.rank() == 0 else 0)\n")
+
+
+@pytest.mark.parametrize("other", [
+    "from statsmodels.tsa.arima.model import ARIMA\nmodel = ARIMA(series)\nmodel = model.fit()\n",
+    "from sklearn.linear_model import Ridge\nmodel = Ridge()\nmodel.fit(x, y)\n",
+    "import sklearn.pipeline as skp\nmodel = skp.make_pipeline(scaler, reg)\nmodel.fit(x, y)\n",
+    "class Smoother:\n    def fit(self, x):\n        return self\nmodel = Smoother()\nmodel.fit(x)\n",
+])
+def test_a_name_holding_another_librarys_model_at_its_fit(other):
+    """The same name holds a Keras model elsewhere: the role is the value it holds at the call."""
+    before = other + HEAD + "model.fit(x, y, epochs=2)\n"
+    out = convert_text(before)
+    assert out.count("BroadcastGlobalVariablesCallback") == 1 and out.count("verbose=") == 1
+    assert other.rsplit("\n", 2)[-2] in out          # (the other library's fit, as it was)
+
+
+def test_a_name_that_may_hold_either_at_its_fit_stays_a_keras_model():
+    before = ("from sklearn.linear_model import Ridge\n" + HEAD +
+              "if baseline:\n    model = Ridge()\nmodel.fit(x, y, epochs=2)\n")
+    assert "BroadcastGlobalVariablesCallback" in convert_text(before)
 
 
 def test_star_arguments_are_left_alone():

@@ -4,7 +4,8 @@ member aliases (``Adam = tf.optimizers.Adam``) and Keras model classes, keyed by
 Part of the environment pass (`env.build_env` calls these in source order).
 
 Requires: parse (nodes, scopes), analysis.roles; the `Env` being built. Provides:
-`member_aliases`, `collect_classes`, `bound_names`, `bind_assignment`, `bind_with_item`.
+`member_aliases`, `collect_classes`, `bound_names`, `bind_assignment`, `bind_with_item`;
+once it is built, `reaching` and `holds_other_model` (what a name holds at a call).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..incremental import keep
 from ..parse import nodes as N
+from ..parse.imports import import_bindings
 from ..parse.scopes import (
     TERNARY,
     class_bases,
@@ -247,3 +249,62 @@ def bind_with_item(env: Env, item) -> None:
         b = Binding(target, "tape", item, item.children[0], N.func_scope_of(item))
         env.tapes.append(b)
         env._by_value.setdefault(id(item.children[0]), b)
+
+
+# -- the value a name holds at a call ------------------------------------------------------
+# Libraries whose objects have a ``fit`` of their own: a name holding one is not a Keras model
+# there, whatever the same name holds elsewhere (``model = ARIMA(...); model = model.fit()``).
+OWN_FIT = frozenset({"sklearn", "statsmodels", "xgboost", "lightgbm", "catboost", "pmdarima", "prophet",
+                     "scipy", "sktime", "hmmlearn", "imblearn", "umap", "gensim", "cuml", "lifelines"})
+
+
+def reaching(env: Env, name: str, at):
+    """The assignment of the bare `name` whose value `name` holds at node `at`: the last one
+    before it in `at`'s own function (or module), in a block that also holds `at`; None
+    when there is none or a branch, loop or ``global`` makes it unsure."""
+    scope = N.func_scope_of(at)
+    if env._deps is not None:
+        env._deps.append(name)
+    found = None
+    for b in env.bindings_of(name, scope):
+        if b.stmt.end_pos > at.start_pos:        # (``model = model.fit()``: the one before)
+            break
+        found = b
+    if found is None:
+        return None
+    line = found.stmt.parent
+    block = line.parent if line is not None and line.type == "simple_stmt" else line
+    return found if block is not None and block.type in ("suite", "file_input") and N.inside(at, block) else None
+
+
+def holds_other_model(env: Env, name: str | None, at, depth: int = 0) -> bool:
+    """`name` holds, at `at`, an object whose ``fit`` is not Keras's: made by a library of
+    `OWN_FIT` (or a method of such an object, ``res = arima.fit()``), or an instance of a
+    local class that is not a Keras model and defines ``fit``."""
+    if not name or "." in name or depth > 4:
+        return False
+    b = reaching(env, name, at)
+    if b is None or b.role != "other":
+        return False
+    call = env.as_call(N.unparen(b.value))
+    root = call.node.children[0] if call is not None else None
+    if root is None or root.type != "name":
+        return False
+    if env._deps is not None:
+        env._deps.append(root.value)
+    module = _imported(env).get(root.value)
+    if module is not None:
+        return module in OWN_FIT
+    cls = env.instance_class(b)
+    if cls is not None:
+        return cls not in env.classes and env.method(cls, "fit") is not None
+    return call.method is not None and holds_other_model(env, root.value, b.stmt, depth + 1)
+
+
+def _imported(env: Env) -> dict:
+    """Local name -> the top-level package the file's imports bind it from."""
+    found = env.__dict__.get("_imported")
+    if found is None:
+        found = env.__dict__["_imported"] = {local: full.split(".")[0] for node in env.imports
+                                             for local, full in import_bindings(node)}
+    return found

@@ -42,6 +42,7 @@ from ..parse.imports import (
 )
 from ..parse.scopes import header
 from . import session as graph_mode
+from .bindings import holds_other_model
 from .env import Env
 from .gradflow import is_training_tape
 from .roles import call_position
@@ -345,7 +346,7 @@ class _Summarizer:
     def is_model(self, call: N.Call) -> bool:
         receiver = call.receiver_dotted()
         return bool(receiver) and (self.env.lookup(receiver, call.node, "model") is not None
-                                   or receiver in self.compiled)
+                                   or receiver in self.compiled) and not holds_other_model(self.env, receiver, call.node)
 
     # -- drivers and related information ---------------------------------------------------
     def driver(self, node, fn):

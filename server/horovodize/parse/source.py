@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import parso
@@ -81,6 +81,8 @@ class Edit:
     start: int
     end: int
     new_text: str
+    # an argument put into an empty argument list: another one there follows it after ", "
+    argument: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

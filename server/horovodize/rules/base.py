@@ -153,7 +153,7 @@ class RuleContext:
         args = call.args
         close = src.offset(call.close_paren.start_pos)
         if not args:
-            return [Edit(close, close, text)]
+            return [Edit(close, close, text, argument=True)]
         last_end = src.offset(args[-1].node.end_pos)
         between = src.text[last_end:close]
         trailing_comma = between.lstrip().startswith(",")

@@ -13,7 +13,8 @@ extraction never run on several ranks at once into the same path.
 * Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
   ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
   ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
-  a URL, ``extractall``,
+  a URL, scikit-learn's ``fetch_*`` dataset fetchers (``fetch_california_housing``,
+  ``fetch_openml``), ``extractall``,
   ``shutil.unpack_archive``, ``np.loadtxt(url)``) runs on local rank 0 first: the other
   ranks wait in an allreduce that local rank 0 joins once it has the data, then run the
   statement on the host's cache. Every rank calls that allreduce exactly once, whatever
@@ -30,7 +31,8 @@ extraction never run on several ranks at once into the same path.
   (``data_cleaned``) so it comes after every extraction.
 
 The wrapped unit is the statement, or the ``with``/``try``/file-system ``if`` around it
-(a rank must not skip the allreduce because local rank 0 already made the file exist).
+(a rank must not skip the allreduce because local rank 0 already made the file exist); the
+acquisitions inside a unit (an extraction under an ``if`` there) are wrapped with it.
 
 Provides: ``check``, ``local_rank0_only`` (the cleaning calls taken in, which HVD032 leaves),
 ``local_rank0_blocks`` (the statements of the download blocks, which HVD032/HVD033 leave).
@@ -43,6 +45,7 @@ import re
 from typing import Iterator
 
 from ..parse import nodes as N
+from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, called_on_rank0_only, finding, mentions_hvd, report_note, under_rank0_guard
 from .cache_files import per_rank_caches
@@ -71,6 +74,9 @@ NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached
 # handle into the hub cache; a second call finds the file there.
 APPLICATION = re.compile(r"^(?:tensorflow\.)?keras\.applications(?:\.\w+)*\.[A-Z]\w*$")
 HUB = {"tensorflow_hub.KerasLayer", "tensorflow_hub.load", "tensorflow_hub.Module"}
+# scikit-learn's dataset fetchers download into ~/scikit_learn_data (``data_home``), write their
+# cache (``.pkz``) and remove the archive: every local rank at once reads what another removes.
+SKLEARN_FETCH = re.compile(r"^sklearn\.datasets(?:\.\w+)*\.fetch_\w+$")
 FS_TEST = ("exists", "isdir", "isfile", "listdir", "glob", "os.path")
 BARRIER = "data_barrier"
 UNWRAPPABLE = ("not done: every rank fetches here and no wrapper can go around it ({}): fetch it on local rank 0 "
@@ -125,6 +131,9 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         return "download" if is_download(ctx, call) else "fetch"
     if call.method == "download_and_prepare":
         return "fetch"
+    if name.startswith("fetch_") and _sklearn_fetch(ctx, dotted):
+        download = call.keyword("download_if_missing")
+        return None if download is not None and download.value.get_code(include_prefix=False) == "False" else "fetch"
     if call.method == "extractall" or dotted in EXTRACT_DOTTED:
         return "extract"
     if dotted in TEXT_FROM_URL:       # numpy's DataSource downloads a URL into the working directory
@@ -140,7 +149,7 @@ def _candidate(ctx: RuleContext, call: N.Call, q: str, dotted: str, name: str) -
     return bool(LOAD_DATA.match(q) or APPLICATION.match(q) or q in HUB or dotted in HUB
                 or name == "get_file" or dotted == "open" or dotted in FETCH_DOTTED or dotted in EXTRACT_DOTTED
                 or dotted in TEXT_FROM_URL or call.method in ("download_and_prepare", "extractall")
-                or _hub_alias(ctx, dotted))
+                or _hub_alias(ctx, dotted) or name.startswith("fetch_"))
 
 
 URL = re.compile(r"""^[rbuRBUfF]*['"](https?|ftp)://""")
@@ -171,6 +180,13 @@ def _url_like(ctx: RuleContext, value, at, depth: int = 0) -> bool:
     found = [b for b in ctx.env.bindings if b.name == value.value and b.value is not None
              and b.stmt.start_pos < at.start_pos]
     return bool(found) and URL.match(found[-1].value.get_code(include_prefix=False)) is not None
+
+
+def _sklearn_fetch(ctx: RuleContext, dotted: str) -> bool:
+    """``fetch_openml(...)``, ``datasets.fetch_covtype(...)``: a fetcher of ``sklearn.datasets``."""
+    root, _, rest = dotted.partition(".")
+    full = next((f for node in ctx.env.imports for local, f in import_bindings(node) if local == root), "")
+    return bool(full) and SKLEARN_FETCH.match(f"{full}.{rest}" if rest else full) is not None
 
 
 def _hub_alias(ctx: RuleContext, dotted: str) -> bool:
@@ -216,7 +232,8 @@ def _check(ctx: RuleContext, taken: set) -> Iterator[Finding]:
     text = ctx.source.text
     models = [m for m in ctx.env.index.by_method if m and m[:1].isupper()] \
         if "applications" in text or "tensorflow_hub" in text else []
-    for name in (*NAMES, *models):
+    fetchers = [m for m in ctx.env.index.by_method if m and m.startswith("fetch_")] if "sklearn" in text else []
+    for name in (*NAMES, *models, *fetchers):
         for call in ctx.calls(name):
             kind = acquisition(ctx, call)
             if kind is None or ctx.blocked("HVD044", call.node):
@@ -246,7 +263,12 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     to the cleaning of the data folder that follows it; what writes into the folder
     (extraction, cleaning) runs on local rank 0 only."""
     units: dict[int, tuple] = {}
+    outer = [unit for unit, _c, _k in wrapped]
     for unit, call, kind in wrapped:
+        # a unit inside another (an extraction under an ``if`` of the ``if not os.path.exists``
+        # that fetches) is the outer one's: no barrier under a test that differs by rank
+        unit = next((o for o in outer if o is not unit and N.inside(unit, o) and not any(
+            p is not o and N.inside(o, p) for p in outer)), unit)
         u = units.setdefault(id(unit), (unit, [], set()))
         u[1].append(call)
         u[2].add(kind)
@@ -261,8 +283,6 @@ def _wrappers(ctx: RuleContext, wrapped: list, taken: set) -> Iterator[Finding]:
     tf = ctx.env.tf_alias() or tf_name(ctx)
     reduce = f'{hvd}.allreduce({tf}.constant(0), name="{BARRIER}")'
     for whole in groups:
-        if any(N.inside(u[0], g[0]) and u is not g for u in ordered for g in whole):
-            continue
         downloads = [i for i, u in enumerate(whole) if "download" in u[2]]
         if not downloads:
             yield from _cache_group(ctx, whole, taken, reduce)

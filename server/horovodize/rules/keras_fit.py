@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from ..analysis.bindings import holds_other_model
 from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
@@ -45,7 +46,8 @@ GENERATOR_VERBOSE_POS, GENERATOR_CALLBACKS_POS = 3, 4
 
 
 def fit_calls(ctx: RuleContext, generators: bool = False) -> Iterator[N.Call]:
-    """Every ``model.fit(...)`` on something the file knows to be a Keras model (and, with
+    """Every ``model.fit(...)`` on something the file knows to be a Keras model, not on a
+    scikit-learn or statsmodels object the same name holds there (and, with
     `generators`, every ``model.fit_generator(...)``: deprecated, still in Keras 2.15)."""
     compiled = {c.receiver_dotted() for c in ctx.calls("compile")}
     calls = ctx.calls("fit") + ctx.calls("fit_generator") if generators else ctx.calls("fit")
@@ -53,7 +55,8 @@ def fit_calls(ctx: RuleContext, generators: bool = False) -> Iterator[N.Call]:
         receiver = call.receiver_dotted()
         if call.method not in ("fit", "fit_generator"):
             continue
-        if receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
+        if receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled) \
+                and not holds_other_model(ctx.env, receiver, call.node):
             yield call
 
 
@@ -69,7 +72,8 @@ def model_calls(ctx: RuleContext, method: str) -> Iterator[N.Call]:
     compiled = {c.receiver_dotted() for c in ctx.calls("compile")}
     for call in ctx.calls(method):
         receiver = call.receiver_dotted()
-        if call.method == method and receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled):
+        if call.method == method and receiver and (ctx.env.lookup(receiver, call.node, "model") or receiver in compiled) \
+                and not holds_other_model(ctx.env, receiver, call.node):
             yield call
 
 

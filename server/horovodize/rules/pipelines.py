@@ -360,3 +360,108 @@ def shuffle_seeds(ctx: RuleContext, pipe, seed: int = SHARD_SEED) -> list | None
             return None
         edits += ctx.add_keyword(src, f"shuffle_seed={seed}" if q.endswith(SHUFFLE_SEED) else f"seed={seed}")
     return edits
+
+
+def _zipped(ctx: RuleContext, call: N.Call) -> list:
+    """The pipelines ``tf.data.Dataset.zip((a, b))`` combines (those the walk reaches)."""
+    arg = call.positional(0)
+    parts = []
+    for e in _elements(arg.value) if arg is not None else ():
+        part = pipeline(ctx, e, call.node)
+        if (part is None or not part.calls) and e.type == "name":
+            # ``a = d["trainA"].cache().shuffle(n)``: Dataset methods on a source out of reach
+            b = _binding_before(ctx, e.value, call.node)
+            value = N.unparen(b.value) if b is not None and b.value is not None else None
+            if value is not None and value.type in ("atom_expr", "power"):
+                part = Pipeline(chain_calls(value), None, False)
+        if part is not None:
+            parts.append(part)
+    return parts
+
+
+# Readers of a list of files: ``TFRecordDataset(files)`` with ``files`` a list_files dataset.
+FILE_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+
+
+def _listed_files(ctx: RuleContext, pipe: Pipeline) -> N.Call | None:
+    """The ``tf.data.Dataset.list_files(...)`` call the pipeline's records come from: its own
+    source, or the file names a reader at its source reads (``TFRecordDataset(files)``)."""
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if q.endswith("Dataset.list_files"):
+        return pipe.source
+    if not q.endswith(FILE_READERS):
+        return None
+    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
+    inner = pipeline(ctx, arg.value, pipe.source.node, 1) if arg is not None else None
+    if inner is None or inner.source is None or inner.calls:
+        return None      # (a list_files dataset already transformed: left to the user)
+    iq = ctx.env.callee_qualname(inner.source) or ""
+    return inner.source if iq.endswith("Dataset.list_files") else None
+
+
+GLOBS = ("tensorflow.io.gfile.glob", "glob.glob")
+
+
+def _file_list(ctx: RuleContext, pipe: Pipeline):
+    """The file-name argument of a reader at the pipeline's source when it is a Python list
+    of files: ``TFRecordDataset(tf.io.gfile.glob(p))``, a name bound once to such a glob, or
+    a list literal of several names."""
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(FILE_READERS):
+        return None
+    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
+    if arg is None:
+        return None
+    value = N.unparen(arg.value)
+    if value.type == "name":
+        found = [b for b in ctx.env.bindings if b.name == value.value]
+        if len(found) != 1 or found[0].value is None:
+            return None
+        value = N.unparen(found[0].value)
+    if value.type == "atom" and value.children[0] == "[" and value.children[1].type == "testlist_comp":
+        return arg
+    call = N.as_call(value)
+    return arg if call is not None and (ctx.env.callee_qualname(call) or "") in GLOBS else None
+
+
+def other_datasets(ctx: RuleContext, expr, at, followed: Pipeline | None) -> list:
+    """What the other calls of the function whose loop trains on its parameter `expr` (at
+    `at`) hand it: (call, argument, its pipeline or None) for each call whose argument is not
+    the dataset `followed` came from (``fit_and_evaluate(model, train_ds)``, then
+    ``fit_and_evaluate(model2, other_ds)``); empty when `expr` is no such parameter."""
+    env = ctx.env
+    expr = N.unparen(_unwrap(ctx, N.unparen(expr)))
+    fn = N.func_scope_of(at)
+    if expr.type != "name" or fn is None or fn.type != "funcdef" or env.is_method(fn) \
+            or expr.value not in env.param_names(fn) or _reassigned(ctx, expr.value, at):
+        return []
+    index = env.param_names(fn).index(expr.value)
+    source = followed.source if followed is not None else None
+    out = []
+    for call in env.callers(fn):
+        arg = call.keyword(expr.value) or (call.positional(index) if not call.has_star() else None)
+        if arg is None:
+            continue
+        pipe = pipeline(ctx, arg.value, call.node)
+        if pipe is not None and pipe.source is not None and source is not None \
+                and pipe.source.node is source.node and pipe.source.index == source.index:
+            continue
+        out.append((call, arg.value, pipe))
+    return out
+
+
+def same_data(ctx: RuleContext, pipe) -> bool:
+    """Every rank reads the pipeline's examples in the same order: a tf.data source of this file
+    that does not shuffle (``list_files`` and the Keras directory utilities do by default, with
+    a seed of each rank's own, unless given ``shuffle=False`` or a ``seed``), and no later
+    ``shuffle`` without a ``seed`` (a seed is the same on every rank)."""
+    if pipe is None or pipe.source is None or not pipe.known:
+        return False
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
+        return False
+    if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
+        if not seeded_or_unshuffled(pipe.source):
+            return False
+    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
+               for c in pipe.method("shuffle"))

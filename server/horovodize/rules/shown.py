@@ -84,8 +84,8 @@ def _display_functions(ctx: RuleContext, roots: set):
     shows, prints, computes locally and writes files (keras-io's ``plot_latent_space``,
     tensorflow/docs' ``generate_and_save_images``): its whole body (after the docstring) goes
     under one guard. Not when it returns or yields a value, declares a global, defines a
-    function, runs a collective, already tests the rank, or a print in it must run
-    everywhere (HVD-R4)."""
+    function, runs a collective, already tests the rank, iterates a tf.data dataset (a peek
+    at a batch: `_iterates_dataset`), or a print in it must run everywhere (HVD-R4)."""
     fx = ctx.facts.effects
     for fn in ctx.env.index.funcdefs:
         if ctx.env.is_method(fn) or under_rank0_guard(fn, ctx) or ctx.blocked("HVD030", fn):
@@ -104,7 +104,8 @@ def _display_functions(ctx: RuleContext, roots: set):
             t = node.type
             if t in ("funcdef", "classdef", "lambdef", "global_stmt", "nonlocal_stmt", "yield_expr") or \
                     (t == "return_stmt" and len(node.children) > 1) or \
-                    (t == "if_stmt" and "rank()" in node.children[1].get_code(include_prefix=False)):
+                    (t == "if_stmt" and "rank()" in node.children[1].get_code(include_prefix=False)) or \
+                    (t == "for_stmt" and _iterates_dataset(ctx, node)):
                 ok = False
                 break
         if not ok:
@@ -163,11 +164,7 @@ def _display_loop(ctx: RuleContext, node, statement):
 def _loop_only_shows(ctx: RuleContext, loop, statement) -> bool:
     if len(loop.children) > 6 or not _only_shows(ctx, loop.children[3]):   # (a for ... else)
         return False
-    found = pipeline(ctx, loop.children[3], loop)
-    if found is not None and found.source is not None:
-        # ``for images, labels in train_ds.take(1):`` iterates a tf.data dataset: each iteration
-        # draws its shuffle's next order, so on rank 0 alone it would put rank 0's epochs out of
-        # step with the others' (shards of one order overlap): the loop runs on every rank
+    if _iterates_dataset(ctx, loop):
         return False
     body = loop.children[-1]
     stmts = [s for s in body.children if s.type not in ("newline", "indent", "dedent")] \
@@ -192,6 +189,15 @@ def _loop_only_shows(ctx: RuleContext, loop, statement) -> bool:
             if not _only_shows(ctx, small):
                 return False
     return True
+
+
+def _iterates_dataset(ctx: RuleContext, loop) -> bool:
+    """``for images, labels in train_ds.take(1):`` iterates a tf.data dataset: each iteration
+    draws its shuffle's next order, so on rank 0 alone it would put rank 0's epochs out of step
+    with the others' (shards of one order overlap): the loop runs on every rank, in a display
+    loop or a display function (only what it shows is guarded)."""
+    found = pipeline(ctx, loop.children[3], loop)
+    return found is not None and found.source is not None
 
 
 def _local_assignment(ctx: RuleContext, small, loop) -> bool:

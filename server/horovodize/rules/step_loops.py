@@ -305,9 +305,17 @@ def _cursor(fn) -> bool:
     return any(n.type in ("global_stmt", "nonlocal_stmt") for n in N.walk(fn.children[-1]))
 
 
-def _randomness(ctx: RuleContext, fn) -> str:
-    """"numpy" / "python" when `fn` draws from that global random state, else ""."""
-    return next((k for k in (_random_kind(ctx, call) for call in N.calls_in(fn)) if k in ("numpy", "python")), "")
+def _randomness(ctx: RuleContext, fn, depth: int = 0) -> str:
+    """"numpy" / "python" when `fn` draws from that global random state, itself or through a
+    function of the program it calls (``yield random_batch()``), else ""."""
+    calls = list(N.calls_in(fn))
+    found = next((k for k in (_random_kind(ctx, call) for call in calls) if k in ("numpy", "python")), "")
+    for call in calls if not found and depth < 3 else ():
+        target = ctx.env.call_target(call)
+        found = _randomness(ctx, target, depth + 1) if target is not None and target is not fn else ""
+        if found:
+            break
+    return found
 
 
 def _per_rank(ctx: RuleContext, draw: Draw, loop, use, seen: set) -> tuple[list[Finding], str]:

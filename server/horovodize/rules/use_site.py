@@ -20,7 +20,7 @@ endless shard, bounded by the program's own step count as before. Equal counts, 
 ``hvd.join()``: a joined rank skips the last updates (its weights fall behind) and
 ``fit`` has nowhere to put a join.
 
-Also `same_data`: whether every rank would read a pipeline's examples in the same order (no
+Also (from pipelines) `same_data`: whether every rank would read a pipeline's examples in the same order (no
 shuffle, or only seeded ones); `identical_data` words the "not divided" notes so, and the
 engine blocks the conversion on them (contract point 5: never a scaled learning rate on
 undivided, identical data).
@@ -36,12 +36,16 @@ import re
 from typing import Iterator
 
 from ..analysis.loop import FIT, TAPE
-from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .pipelines import DATASET_METHODS, SHUFFLING, seeded_or_unshuffled, shuffle_seeds, shuffled_per_rank
+from .pipelines import (  # noqa: F401  (same_data and shuffled_per_rank: read here by identical_data)
+    DATASET_METHODS,
+    same_data,
+    shuffle_seeds,
+    shuffled_per_rank,
+)
 from .work_division import (
     KNOWN_SIZE,
     SHARD_SEED,
@@ -305,20 +309,3 @@ def _root_name(expr):
     if expr.type in ("atom_expr", "power") and expr.children[0].type == "name":
         return expr.children[0].value
     return None
-
-
-def same_data(ctx: RuleContext, pipe) -> bool:
-    """Every rank reads the pipeline's examples in the same order: a tf.data source of this file
-    that does not shuffle (``list_files`` and the Keras directory utilities do by default, with
-    a seed of each rank's own, unless given ``shuffle=False`` or a ``seed``), and no later
-    ``shuffle`` without a ``seed`` (a seed is the same on every rank)."""
-    if pipe is None or pipe.source is None or not pipe.known:
-        return False
-    q = ctx.env.callee_qualname(pipe.source) or ""
-    if not (q.startswith("tensorflow.data.") or q in KERAS_DATASETS):
-        return False
-    if q.endswith(SHUFFLING) or q in KERAS_DATASETS:
-        if not seeded_or_unshuffled(pipe.source):
-            return False
-    return all(c.keyword("seed") is not None or len(c.args) >= 2 and c.args[1].keyword is None
-               for c in pipe.method("shuffle"))

@@ -41,10 +41,15 @@ from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and s
     _assignments,
     _binding_before,
     _elements,
+    _file_list,
+    _listed_files,
     _target_path,
     _unwrap,
+    _zipped,
     chain_calls,
+    other_datasets,
     pipeline,
+    same_data,
     shuffle_seeds,
 )
 
@@ -136,6 +141,9 @@ def training_takes(ctx: RuleContext) -> list[N.Call]:
     for use in training_data(ctx):
         if use.pipe is not None:
             out += bounds(ctx, use.pipe)
+        if use.kind == FIT and use.expr is not None and use.pipe is not None and use.pipe.source is not None:
+            out += [c for _call, _arg, p in other_datasets(ctx, use.expr, use.site.node, use.pipe)
+                    if p is not None for c in bounds(ctx, p)]      # (another call of a training helper's)
     return out
 
 
@@ -353,9 +361,17 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 bounded |= kw == "steps_per_epoch"
                 if mentions_hvd(arg.value, ctx) or indivisible(arg.value) or ctx.blocked("HVD042", call.node):
                     continue
+                shards = _validation_shard(ctx, call, seen_sources, use) if kw == "validation_steps" else []
+                if shards is None:
+                    note(ctx, arg.node, "done, but validation_steps is left whole: every rank reads the validation data "
+                         "in one order and its source cannot be sharded here, so each rank validates on all of it")
+                    continue
+                yield from shards
                 yield finding(ctx, "HVD042", arg.node, f"every rank runs all {kw}",
                               Fix(f"Divide {kw} by hvd.size()", divide(ctx, arg.value)))
             pipe = use.pipe
+            if not use.at_use and pipe is not None and pipe.source is not None:
+                yield from _handed_too(ctx, use, bounded, seen_sources)
             if bounded and pipe is not None and pipe.source is not None and not _sharded(pipe) \
                     and not bounds(ctx, pipe) and _same_order_on_every_rank(ctx, pipe):
                 # steps divided over batches every rank draws in one order (a seeded shuffle, or
@@ -439,6 +455,52 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.calls("TrainSpec"):
         if ctx.env.callee_qualname(call) and ctx.env.callee_qualname(call).endswith("estimator.TrainSpec"):
             yield from _estimator_steps(ctx, call, ("max_steps",))
+
+
+def _validation_shard(ctx: RuleContext, call: N.Call, seen: set, use: Use) -> list | None:
+    """What divides the validation data with `validation_steps`: nothing when each rank reads
+    its own already (sharded, shuffled per rank, or data this file does not build); the shard
+    at its source when every rank would read it in one order (each would validate on the same
+    first batches); None when that source cannot be sharded (the steps then stay whole)."""
+    arg = call.keyword("validation_data")
+    pipe = pipeline(ctx, arg.value, call.node) if arg is not None else None
+    if pipe is None or pipe.source is None or _sharded(pipe) or mentions_hvd(arg.value, ctx) \
+            or not same_data(ctx, pipe):
+        return []
+    takes = {_key(c) for c in training_takes(ctx)}
+    if any(_key(c) in takes for c in bounds(ctx, pipe)):
+        return []             # (the training data's own take(n): HVD040 divides it)
+    q = ctx.env.callee_qualname(pipe.source) or ""
+    if not q.endswith(KNOWN_SIZE) and _listed_files(ctx, pipe) is None and _file_list(ctx, pipe) is None:
+        return None           # (no size known before reading it: no equal share can be cut)
+    found = list(_shard(ctx, pipe, seen, use))
+    for f in found:
+        f.message = f.message.replace("every rank iterates the whole dataset", "with validation_steps divided, "
+                                      "every rank would validate on the same first batches of the dataset", 1)
+    if found or {_key(c) for c in [pipe.source, *pipe.calls]} & seen:
+        return found          # (or sharded already, for the training data it shares)
+    return None
+
+
+def _handed_too(ctx: RuleContext, use: Use, bounded: bool, seen: set) -> Iterator[Finding]:
+    """The datasets the other calls of a training helper hand to its fit, each divided as the
+    one `use` followed (sharded at its source), or said not divided."""
+    fn = N.func_scope_of(use.site.node)
+    for call, arg, pipe in other_datasets(ctx, use.expr, use.site.node, use.pipe):
+        if pipe is not None and pipe.source is not None:
+            if bounded and (_sharded(pipe) or bounds(ctx, pipe) or not _same_order_on_every_rank(ctx, pipe)) \
+                    or not bounded and bounded_already(ctx, pipe):
+                continue       # (its steps divided over batches each rank draws its own way; a bound of its own)
+            yield from _shard(ctx, pipe, seen, use)
+            continue
+        split = _tfds_split(ctx, arg, call.node)
+        if split is not None:
+            yield from _even_split(ctx, split, seen)
+        elif not bounded:
+            note(ctx, call.node, f"not divided: `{fn.name.value}()` also trains on `{ctx.source.code(arg)}` here, "
+                 "which the conversion cannot follow to a tf.data source (the other calls' datasets are sharded "
+                 "at theirs); divide it by rank where it is made (`.shard(hvd.size(), hvd.rank())` on a tf.data "
+                 "pipeline, a per-rank slice of arrays)")
 
 
 # Estimator.train(input_fn, hooks, steps, max_steps): the positions of its step counts.
@@ -556,68 +618,6 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
             why += SEEDED
     yield finding(ctx, "HVD041", src.node, f"every rank iterates the whole dataset from `{name}`{why}",
                   Fix(RULES["HVD041"][1], edits))
-
-
-def _zipped(ctx: RuleContext, call: N.Call) -> list:
-    """The pipelines ``tf.data.Dataset.zip((a, b))`` combines (those the walk reaches)."""
-    arg = call.positional(0)
-    parts = []
-    for e in _elements(arg.value) if arg is not None else ():
-        part = pipeline(ctx, e, call.node)
-        if (part is None or not part.calls) and e.type == "name":
-            # ``a = d["trainA"].cache().shuffle(n)``: Dataset methods on a source out of reach
-            b = _binding_before(ctx, e.value, call.node)
-            value = N.unparen(b.value) if b is not None and b.value is not None else None
-            if value is not None and value.type in ("atom_expr", "power"):
-                part = Pipeline(chain_calls(value), None, False)
-        if part is not None:
-            parts.append(part)
-    return parts
-
-
-# Readers of a list of files: ``TFRecordDataset(files)`` with ``files`` a list_files dataset.
-FILE_READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
-
-
-def _listed_files(ctx: RuleContext, pipe: Pipeline) -> N.Call | None:
-    """The ``tf.data.Dataset.list_files(...)`` call the pipeline's records come from: its own
-    source, or the file names a reader at its source reads (``TFRecordDataset(files)``)."""
-    q = ctx.env.callee_qualname(pipe.source) or ""
-    if q.endswith("Dataset.list_files"):
-        return pipe.source
-    if not q.endswith(FILE_READERS):
-        return None
-    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
-    inner = pipeline(ctx, arg.value, pipe.source.node, 1) if arg is not None else None
-    if inner is None or inner.source is None or inner.calls:
-        return None      # (a list_files dataset already transformed: left to the user)
-    iq = ctx.env.callee_qualname(inner.source) or ""
-    return inner.source if iq.endswith("Dataset.list_files") else None
-
-
-GLOBS = ("tensorflow.io.gfile.glob", "glob.glob")
-
-
-def _file_list(ctx: RuleContext, pipe: Pipeline):
-    """The file-name argument of a reader at the pipeline's source when it is a Python list
-    of files: ``TFRecordDataset(tf.io.gfile.glob(p))``, a name bound once to such a glob, or
-    a list literal of several names."""
-    q = ctx.env.callee_qualname(pipe.source) or ""
-    if not q.endswith(FILE_READERS):
-        return None
-    arg = pipe.source.keyword("filenames") or pipe.source.positional(0)
-    if arg is None:
-        return None
-    value = N.unparen(arg.value)
-    if value.type == "name":
-        found = [b for b in ctx.env.bindings if b.name == value.value]
-        if len(found) != 1 or found[0].value is None:
-            return None
-        value = N.unparen(found[0].value)
-    if value.type == "atom" and value.children[0] == "[" and value.children[1].type == "testlist_comp":
-        return arg
-    call = N.as_call(value)
-    return arg if call is not None and (ctx.env.callee_qualname(call) or "") in GLOBS else None
 
 
 def _shard_file_list(ctx: RuleContext, arg, pipe: Pipeline, seen: set) -> Iterator[Finding]:
