@@ -46,12 +46,14 @@ SHARD_TITLE = "Shard the dataset by rank and take max(1, n // hvd.size())"
 
 def _shuffled(ctx: RuleContext, call: N.Call, binding) -> bool:
     """A ``shuffle`` in the chain before the take, or in a value assigned to the dataset name
-    (``dataset = dataset.shuffle(100).batch(10)``)."""
+    before the take's statement (``dataset = dataset.shuffle(100).batch(10)``)."""
     chain = "".join(c.get_code(include_prefix=False) for c in call.node.children[1:call.index])
     if ".shuffle(" in chain:
         return True
     values = [getattr(binding, "value", None)] + [v for _s, v, _op in ctx.facts.assignments(binding.name, call.node)]
-    return any(v is not None and ".shuffle(" in v.get_code(include_prefix=False) for v in values)
+    own = N.statement_of(call.node)     # (a shuffle after the take, `ds.take(n).shuffle(n)`, comes too late)
+    return any(v is not None and v.start_pos < call.node.start_pos and N.statement_of(v) is not own
+               and ".shuffle(" in v.get_code(include_prefix=False) for v in values)
 
 
 def _sharded(ctx: RuleContext, call: N.Call) -> bool:

@@ -378,14 +378,16 @@ def _unseeded_shuffle(ctx: RuleContext, pipe, loop) -> bool:
 
 
 def _global_seed(ctx: RuleContext, kind: str, loop):
-    """The last module-level seeding of the global state `kind` draws from, before the loop."""
+    """The last seeding of the global state `kind` draws from, before the loop: at module level
+    or in the loop's own function (``main()`` seeding, then training)."""
     wanted = NP_SEEDS if kind == "numpy" else TF_SEEDS if kind == "tensorflow" else PY_SEEDS
+    scopes = (ctx.source.module, N.func_scope_of(loop))
     found = None
     for name in ("seed", "set_seed", "set_random_seed"):
         for c in ctx.calls(name):
             q = _qualname(ctx, c)
             both = q.endswith("utils.set_random_seed")          # seeds numpy, random and TensorFlow
-            if (q in wanted or both) and c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is ctx.source.module:
+            if (q in wanted or both) and c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) in scopes:
                 arg = c.keyword("seed") or c.positional(0)
                 if arg is not None and not c.has_star() and (found is None or c.node.start_pos > found[0].node.start_pos):
                     found = (c, arg)
@@ -399,8 +401,9 @@ def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Fin
     value = arg.value
     ranked = data_seeds.ranked(ctx, value)
     drawn = ("tensorflow.random.",) if draw.detail == "tensorflow" else ("numpy.random.", "random.")
-    between = [c for c in N.calls_in(ctx.source.module)
-               if call.node.end_pos <= c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is ctx.source.module
+    scope = N.func_scope_of(call.node) or ctx.source.module
+    between = [c for c in N.calls_in(scope)
+               if call.node.end_pos <= c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is scope
                and _qualname(ctx, c).startswith(drawn)
                and c.method not in NOT_DRAWS and c.method not in ("set_seed", "set_random_seed")]
     what = f"`{draw.label}` draws the batches from the random state seeded here"
