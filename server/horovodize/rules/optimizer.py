@@ -56,6 +56,28 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.calls("compile"):
         if call.is_whole():
             yield from _compile(ctx, call)
+    yield from _assigned_rates(ctx)
+
+
+def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
+    """``optimizer.lr.assign(value)`` (a warm-up or cosine schedule written by hand, each
+    step): the value replaces the scaled rate the optimizer was made with, so it is scaled
+    too, unless it is computed from the optimizer's own rate (``opt.lr * 0.5``: scaled already)."""
+    if _scaled_elsewhere(ctx):
+        return
+    for call in ctx.calls("assign"):
+        target = call.receiver_dotted() or ""
+        owner, _, attr = target.rpartition(".")
+        value = call.positional(0) or call.keyword("value")
+        if attr not in ("lr", "learning_rate") or value is None or ctx.env.lookup(owner, call.node, "optimizer") is None:
+            continue
+        text = value.value.get_code(include_prefix=False)
+        if ctx.facts.contains_size(value.value) or mentions_hvd(value.value, ctx) or owner + "." in text \
+                or ctx.blocked("HVD010", call.node):
+            continue
+        yield finding(ctx, "HVD010", value.value, f"the rate `{owner}` is set to here is not scaled by the number of "
+                      "ranks (it replaces the scaled rate the optimizer was made with)",
+                      Fix(RULES["HVD010"][1], ctx.scale(value.value, "*")))
 
 
 def creations(ctx: RuleContext, value, depth: int = 0) -> list[N.Call]:
