@@ -70,7 +70,8 @@ RELEVANT_MEMBERS = (
 )
 
 
-MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras", "keras_core")   # keras_core: Keras 3 (keras3.py)
+# keras_core: Keras 3 (keras3.py); tensorflow_addons: its Keras optimizers (AdamW, LAMB)
+MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras", "keras_core", "tensorflow_addons")
 
 # Modules that are not part of the project (T1): the standard library and common packages.
 LIBRARIES = set(getattr(sys, "stdlib_module_names", ())) | {
@@ -116,6 +117,8 @@ def member_role(q: str | None) -> tuple[str, str] | None:
         return "optimizer", last
     if q.startswith("tensorflow.train.") and last in TF1_OPTIMIZERS:
         return "optimizer", last
+    if q.startswith("tensorflow_addons.optimizers.") and last[:1].isupper():
+        return "optimizer", last     # (Keras optimizers too: AdamW, LAMB, Lookahead)
     if q.startswith("tensorflow.data.") or q in KERAS_DATASETS:
         return "dataset", last
     if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
