@@ -17,6 +17,7 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.scopes import (
     TERNARY,
+    choices,
     class_bases,
     conditional_ancestor,
     is_module_import_call,
@@ -104,7 +105,7 @@ def bind_assignment(env: Env, stmt, owner, memo: dict, roles: keep.StaticRoles):
         for target in targets:
             _bind(env, stmt, value, target, static)
         return None
-    if not targets or (call is None and value.type not in TERNARY):
+    if not targets or (call is None and not choices(value)):
         for target in targets:           # (a plain value: no role)
             _bind(env, stmt, value, target, None)
         return None
@@ -192,8 +193,9 @@ def _assignment_shape(env: Env, stmt, owner):
 
 
 def _ternary_role(env: Env, value, at):
-    """``opt = Adam() if x else SGD()``: the role both (or either) branches construct."""
-    for branch in (value.children[0], value.children[-1]):
+    """``opt = Adam() if x else SGD()`` (or ``{"adam": Adam(), "sgd": SGD()}[name]``): the role
+    the branches (or either) construct."""
+    for branch in choices(value):
         call = env.as_call(branch)
         role = env.role_of_call(call, at) if call is not None else None
         if role is not None:

@@ -35,6 +35,19 @@ def class_bases(cls) -> list:
 TERNARY = ("test", "ternary")     # parso calls ``a if c else b`` a "test"
 
 
+def choices(value) -> list:
+    """The values ``a if c else b`` or ``{"adam": a, "sgd": b}[key]`` may take ([] for another
+    expression)."""
+    if value.type in TERNARY and len(value.children) == 5:
+        return [value.children[0], value.children[-1]]
+    kids = value.children if value.type in ("atom_expr", "power") else ()
+    if len(kids) != 2 or kids[0].type != "atom" or kids[0].children[0] != "{" or kids[1].type != "trailer" \
+            or kids[1].children[0] != "[" or len(kids[0].children) != 3 or kids[0].children[1].type != "dictorsetmaker":
+        return []
+    items = kids[0].children[1].children
+    return [items[i + 2] for i in range(0, len(items) - 2, 4) if items[i + 1] == ":"]
+
+
 # -- conditions ----------------------------------------------------------------------------
 def is_main_guard(if_stmt) -> bool:
     """``if __name__ == "__main__":`` (either operand order) — not a condition for R7/T5."""

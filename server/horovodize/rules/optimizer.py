@@ -13,6 +13,7 @@ from typing import Iterator
 
 from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
+from ..parse.scopes import choices
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
 from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
@@ -86,8 +87,9 @@ def creations(ctx: RuleContext, value, depth: int = 0) -> list[N.Call]:
     returning ``tf.keras.optimizers.Adam(lr)``, followed through helpers up to 4 deep)."""
     env = ctx.env
     value = N.unparen(value)
-    if value.type == "test" and len(value.children) == 5 and depth < 4:     # a if c else b
-        return creations(ctx, value.children[0], depth + 1) + creations(ctx, value.children[-1], depth + 1)
+    picks = choices(value) if depth < 4 else []          # a if c else b, {"adam": a, ...}[name]
+    if picks:
+        return [c for pick in picks for c in creations(ctx, pick, depth + 1)]
     call = env.as_call(value)
     if call is None:
         return []
