@@ -61,6 +61,42 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     yield from check_rank_seeds(ctx)
     yield from check_splits(ctx)
     yield from check_fit_seeds(ctx)
+    yield from check_iterator_seeds(ctx)
+
+
+# Keras image iterators: one made with ``seed=`` re-seeds numpy before each batch it draws.
+FLOWS = ("flow", "flow_from_directory", "flow_from_dataframe")
+
+
+def check_iterator_seeds(ctx: RuleContext) -> Iterator[Finding]:
+    """HVD049: ``ImageDataGenerator(...).flow_from_directory(..., seed=1)`` in a program that
+    trains: the iterator's order and augmentation are a function of its seed, the same on every
+    rank (nothing shards it), so each rank would train on the same batches at N times the rate;
+    ``seed=1 + hvd.rank()`` (on each iterator alike, so an image and its mask stay paired)."""
+    if not ctx.summary.sites:
+        return
+    for method in FLOWS:
+        for call in ctx.calls(method):
+            seed = call.keyword("seed")
+            if seed is None or mentions_hvd(seed.value, ctx) or not _image_generator(ctx, call) \
+                    or ctx.blocked("HVD049", seed.value):
+                continue
+            start, end = ctx.source.span(seed.value)
+            yield finding(ctx, "HVD049", seed.value, f"the image iterator's `seed={seed.value.get_code(include_prefix=False)}` "
+                          "orders and augments its batches alike on every rank: every rank would train on the same batches",
+                          Fix("Seed the image iterator per rank (seed + hvd.rank())", [Edit(start, end, ranked(ctx, seed.value))]))
+
+
+def _image_generator(ctx: RuleContext, call: N.Call) -> bool:
+    """The receiver of `call` is an ``ImageDataGenerator`` (made there, or assigned to its name)."""
+    parts = call.receiver_parts
+    text = "".join(p.get_code(include_prefix=False) for p in parts)
+    if "ImageDataGenerator(" in text:
+        return True
+    if len(parts) != 1 or parts[0].type != "name":
+        return False
+    return any(v is not None and "ImageDataGenerator(" in v.get_code(include_prefix=False)
+               for _s, v, _op in ctx.facts.assignments(parts[0].value, call.node))
 
 
 def check_fit_seeds(ctx: RuleContext) -> Iterator[Finding]:
