@@ -63,10 +63,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
     """``optimizer.lr.assign(value)`` (a warm-up or cosine schedule written by hand, each
     step): the value replaces the scaled rate the optimizer was made with, so it is scaled
-    too, unless it is computed from the optimizer's own rate (``opt.lr * 0.5``: scaled already)."""
+    too, unless it is computed from the optimizer's own rate (``opt.lr * 0.5``: scaled already);
+    likewise the step of ``assign_sub``/``assign_add`` (a linear decay of the scaled rate)."""
     if _scaled_elsewhere(ctx):
         return
-    for call in ctx.calls("assign"):
+    for call in [c for m in ("assign", "assign_sub", "assign_add") for c in ctx.calls(m)]:
         target = call.receiver_dotted() or ""
         owner, _, attr = target.rpartition(".")
         value = call.positional(0) or call.keyword("value")
@@ -76,8 +77,9 @@ def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
         if ctx.facts.contains_size(value.value) or mentions_hvd(value.value, ctx) or owner + "." in text \
                 or ctx.blocked("HVD010", call.node):
             continue
-        yield finding(ctx, "HVD010", value.value, f"the rate `{owner}` is set to here is not scaled by the number of "
-                      "ranks (it replaces the scaled rate the optimizer was made with)",
+        what = "the rate `{}` is set to here" if call.method == "assign" else "the step by which `{}` changes its rate here"
+        yield finding(ctx, "HVD010", value.value, what.format(owner) + " is not scaled by the number of ranks "
+                      "(it acts on the scaled rate the optimizer was made with)",
                       Fix(RULES["HVD010"][1], ctx.scale(value.value, "*")))
 
 
