@@ -467,6 +467,18 @@ def test_distribution_strategy_is_hvd092_not_t2(check):
     assert r.analysis.conversion_edits() == []
 
 
+def test_a_strategy_made_under_a_flag_names_the_flag_and_how_to_unblock(check):
+    """yolov3-tf2's ``if FLAGS.multi_gpu: strategy = MirroredStrategy()``: still no edit (the
+    flag may be set), but the message names the test and says which branch to remove."""
+    r = check(HEAD + "multi_gpu = False\nif multi_gpu:\n    strategy = tf.distribute.MirroredStrategy()\n"
+              "model.compile('sgd', 'mse')\nmodel.fit(x, y)\n")
+    f = r.one("HVD092")
+    assert "when `multi_gpu` holds" in f.message and "remove that branch" in f.message
+    assert r.analysis.conversion_edits() == []
+    plain = check(HEAD + "strategy = tf.distribute.MirroredStrategy()\nmodel.fit(x, y)\n").one("HVD092")
+    assert "holds" not in plain.message and "remove the strategy" in plain.message
+
+
 def test_t2_minimize_loop(check):
     r = check(HEAD + "opt = tf.keras.optimizers.SGD(0.1)\nfor x, y in ds:\n"
               "    opt.minimize(lambda: tf.reduce_mean(model(x)), model.trainable_variables)\n")

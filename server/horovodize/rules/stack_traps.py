@@ -86,8 +86,8 @@ def _strategy(ctx: RuleContext) -> Iterator[Finding]:
     uses = [(call.node, f"`{call.receiver_dotted()}.{call.method}` runs under the strategy")
             for call in env.calls_with_method("scope", "run", *STRATEGY_METHODS)
             if call.receiver_dotted() and "strateg" in call.receiver_dotted().lower()][:3]
-    for node, name in strategy_uses(env):
-        yield _warn(ctx, "HVD092", node, strategy_message(name), uses)
+    for node, name, test in strategy_uses(env):
+        yield _warn(ctx, "HVD092", node, strategy_message(name, test), uses)
 
 
 # -- HVD093 -----------------------------------------------------------------------------------
