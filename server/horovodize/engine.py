@@ -32,6 +32,7 @@ from .rules.base import (
 )
 from .rules.catalogue import RULE_MODULES
 from .rules.gradient_tape import UNBROADCAST
+from .rules.optimizer import UNAVERAGED
 from .rules.rank0_guards import SHARED_FS, SHARED_FS_HOW
 
 log = logging.getLogger(__name__)
@@ -91,14 +92,16 @@ class Analysis:
     def blocking_notes(self) -> list[tuple[int, int, str]]:
         """The report's notes that leave the converted program wrong (contract point 8): a write
         or a display of rank 0's file left on every rank (7), data fetched by every rank at
-        once (9), a per-rank decision around a collective (10), shares that overlap (5), data
-        left undivided and the same on every rank while a rule scales the learning rate (5). The
+        once (9), a per-rank decision around a collective (10), shares that overlap (5), an
+        optimizer given to compile that nothing averages (3), data left undivided and the same
+        on every rank while a rule scales the learning rate (5). The
         notes that only say the work is not divided (every rank trains on all of it: right,
         not faster) are advisory. Only when the conversion would otherwise go ahead."""
         if self.refusals or not (self.summary and self.summary.sites) or (self.facts and self.facts.uses_horovod):
             return []      # (refused already; no loop; a program distributed by hand gets hints)
         blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
-                    or (n[0] == 5 and n[2].startswith(DIVIDED_BUT)) or (n[0] == 2 and n[2].startswith(UNBROADCAST))]
+                    or (n[0] == 5 and n[2].startswith(DIVIDED_BUT)) or (n[0] == 2 and n[2].startswith(UNBROADCAST))
+                    or (n[0] == 3 and n[2].startswith(UNAVERAGED))]
         return blocking + self.undivided_and_scaled() + self.needs_shared_fs()
 
     def needs_shared_fs(self) -> list[tuple[int, int, str]]:

@@ -376,3 +376,23 @@ def test_negative_schedule_already_scaled():
 def test_one_site_per_optimizer():
     text = src("import tensorflow as tf\nopt = tf.keras.optimizers.Adam(0.1)\n" + src(TAPE))
     assert len(sites(analyze(text), "HVD010")) == 1
+
+
+@pytest.mark.parametrize("made", [
+    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--opt', default='adam')\nargs = p.parse_args()\nopt = args.opt\n",
+    "import os\nopt = getattr(tf.keras.optimizers, os.environ.get('OPT', 'Adam'))(learning_rate=0.01)\n",
+    "opt = tf.keras.optimizers.get('sgd')\n",
+])
+def test_an_optimizer_compile_gets_by_name_blocks_the_conversion(made):
+    """``compile(optimizer=args.opt)``, ``getattr(tf.keras.optimizers, name)(...)``,
+    ``optimizers.get(...)``: nothing would wrap it, so nothing would average the gradients
+    (the ranks diverged with exit 0 and "3. gradients averaged: nothing to change"). Refused,
+    with what to do; an optimizer built in the program converts."""
+    head = "import numpy as np\nimport tensorflow as tf\n"
+    tail = ("x = np.ones((64, 3), 'float32')\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+            "model.compile(loss='mse', optimizer=opt)\nmodel.fit(x, x[:, :1], epochs=2)\n")
+    a = analyze(src(head + made + tail))
+    (reason,) = [r for r in a.refusal_reasons() if r[0] == "point 3"]
+    assert "not averaged" in reason[2] and "build it in the program" in reason[2]
+    built = analyze(src(head + "opt = tf.keras.optimizers.SGD(0.01)\n" + tail))
+    assert not built.refusal_reasons() and "HVD011" in {f.code for f in built.findings}

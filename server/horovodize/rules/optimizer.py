@@ -15,7 +15,7 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.scopes import choices
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
 from ..analysis.session import legacy_spelling, model_to_estimator_optimizers
 
@@ -358,6 +358,38 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     inner = _inline_optimizer(ctx, value)
     if inner is not None:
         yield from _inline(ctx, inner, plain)
+    elif not plain and _unfollowed(ctx, value, call):
+        report_note(ctx, 3, value, f"{UNAVERAGED}: the optimizer given to compile, "
+                    f"`{value.get_code(include_prefix=False)}`, is not one the conversion can follow (a name from "
+                    "the command line, getattr, optimizers.get): nothing would average the gradients; build it in "
+                    "the program (`tf.keras.optimizers.SGD(learning_rate=...)`) and convert again")
+
+
+# A point-3 note that starts so blocks the conversion (engine.BLOCKING_NOTES).
+UNAVERAGED = "not averaged"
+
+
+def _unfollowed(ctx: RuleContext, value, at: N.Call, depth: int = 0) -> bool:
+    """The optimizer argument of a compile is a value no rule follows to an optimizer: a
+    setting (``args.optimizer``, a string in a variable), ``getattr(tf.keras.optimizers, name)(...)``
+    or ``tf.keras.optimizers.get(x)`` (a parameter or anything else: left as it is)."""
+    value = N.unparen(value)
+    if mentions_hvd(value, ctx) or depth > 3:
+        return False
+    if value.type in ("string", "strings"):
+        return depth > 0                   # (a literal in compile itself: HVD012's)
+    if value.type == "name":
+        if ctx.env.lookup(value.value, at.node, "optimizer") is not None:
+            return False
+        values = [v for _s, v, _op in ctx.facts.assignments(value.value, at.node)]
+        return bool(values) and all(_unfollowed(ctx, v, at, depth + 1) for v in values)
+    call = N.as_call(value)
+    if call is not None:
+        dotted = call.callee_dotted() or ""
+        inner = N.Call(value, next(i for i in range(1, len(value.children)) if N.is_call_trailer(value.children[i])))
+        return not creations(ctx, value) and (dotted.endswith("optimizers.get") or inner.callee_dotted() == "getattr")
+    return value.type in ("atom_expr", "power") and N.dotted(value) is not None and \
+        N.dotted(value).split(".")[0] in ("args", "FLAGS", "flags", "config", "cfg", "opts", "hparams")
 
 
 def _inline_optimizer(ctx: RuleContext, value) -> N.Call | None:
