@@ -396,3 +396,19 @@ def test_an_optimizer_compile_gets_by_name_blocks_the_conversion(made):
     assert "not averaged" in reason[2] and "build it in the program" in reason[2]
     built = analyze(src(head + "opt = tf.keras.optimizers.SGD(0.01)\n" + tail))
     assert not built.refusal_reasons() and "HVD011" in {f.code for f in built.findings}
+
+
+def test_a_rate_assigned_from_the_optimizers_own_rate_through_a_name_is_not_scaled_again():
+    """``cur = K.get_value(opt.lr); opt.lr.assign(cur * 0.1)``: the value is the scaled rate
+    decayed; scaling it again would multiply by N at each decay (re-review N2). A value from
+    constants is scaled."""
+    head = ("import numpy as np\nimport tensorflow as tf\nK = tf.keras.backend\nopt = tf.keras.optimizers.SGD(0.1)\n"
+            "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nds = tf.data.Dataset.from_tensor_slices("
+            "(np.ones((32, 2), 'float32'), np.ones((32, 1), 'float32'))).batch(4)\nfor epoch in range(3):\n"
+            "    for x, y in ds:\n        with tf.GradientTape() as tape:\n"
+            "            loss = tf.reduce_mean(model(x) - y)\n"
+            "        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))\n")
+    relative = rule_output(src(head + "    cur = K.get_value(opt.lr)\n    opt.lr.assign(cur * 0.1)\n"), "HVD010")
+    assert "opt.lr.assign(cur * 0.1)\n" in relative
+    absolute = rule_output(src(head + "    base = 0.1 / (epoch + 1)\n    opt.lr.assign(base)\n"), "HVD010")
+    assert "opt.lr.assign(base * hvd.size())\n" in absolute

@@ -82,6 +82,16 @@ def _scheduler_rates(ctx: RuleContext) -> Iterator[Finding]:
                       Fix(RULES["HVD010"][1], [e for v in returns for e in ctx.scale(v, "*")]))
 
 
+def _reads_rate(ctx: RuleContext, value, owner: str, at) -> bool:
+    """`value` reads the optimizer's own rate, in place (``opt.lr * 0.1``) or through a name
+    assigned from it (``cur = K.get_value(opt.lr)``, then ``cur * 0.1``): scaled already."""
+    if owner + "." in value.get_code(include_prefix=False):
+        return True
+    names = {n.value for n in N.walk(value) if n.type == "name"}
+    return any(owner + "." in v.get_code(include_prefix=False)
+               for name in names for _s, v, _op in ctx.facts.assignments(name, at) if v is not None)
+
+
 def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
     """``optimizer.lr.assign(value)`` (a warm-up or cosine schedule written by hand, each
     step): the value replaces the scaled rate the optimizer was made with, so it is scaled
@@ -95,9 +105,8 @@ def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
         value = call.positional(0) or call.keyword("value")
         if attr not in ("lr", "learning_rate") or value is None or ctx.env.lookup(owner, call.node, "optimizer") is None:
             continue
-        text = value.value.get_code(include_prefix=False)
-        if ctx.facts.contains_size(value.value) or mentions_hvd(value.value, ctx) or owner + "." in text \
-                or ctx.blocked("HVD010", call.node):
+        if ctx.facts.contains_size(value.value) or mentions_hvd(value.value, ctx) \
+                or _reads_rate(ctx, value.value, owner, call.node) or ctx.blocked("HVD010", call.node):
             continue
         what = "the rate `{}` is set to here" if call.method == "assign" else "the step by which `{}` changes its rate here"
         yield finding(ctx, "HVD010", value.value, what.format(owner) + " is not scaled by the number of ranks "
