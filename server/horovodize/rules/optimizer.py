@@ -16,6 +16,7 @@ from ..parse import nodes as N
 from ..parse.scopes import choices
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
+from .pipelines import chain_calls
 from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
 from ..analysis.session import legacy_spelling, model_to_estimator_optimizers
 
@@ -394,9 +395,9 @@ def _unfollowed(ctx: RuleContext, value, at: N.Call, depth: int = 0) -> bool:
         return bool(values) and all(_unfollowed(ctx, v, at, depth + 1) for v in values)
     call = N.as_call(value)
     if call is not None:
-        dotted = call.callee_dotted() or ""
-        inner = N.Call(value, next(i for i in range(1, len(value.children)) if N.is_call_trailer(value.children[i])))
-        return not creations(ctx, value) and (dotted.endswith("optimizers.get") or inner.callee_dotted() == "getattr")
+        head = chain_calls(value)[-1]       # (``getattr(tf.keras.optimizers, name)(...)``: the getattr)
+        return not creations(ctx, value) and ((call.callee_dotted() or "").endswith("optimizers.get")
+                                              or head.callee_dotted() == "getattr")
     return value.type in ("atom_expr", "power") and N.dotted(value) is not None and \
         N.dotted(value).split(".")[0] in ("args", "FLAGS", "flags", "config", "cfg", "opts", "hparams")
 

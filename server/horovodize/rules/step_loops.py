@@ -406,14 +406,13 @@ def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Fin
                if call.node.end_pos <= c.node.start_pos < loop.start_pos and N.func_scope_of(c.node) is scope
                and _qualname(ctx, c).startswith(drawn)
                and c.method not in NOT_DRAWS and c.method not in ("set_seed", "set_random_seed")]
-    if draw.detail == "tensorflow" and (ctx.calls("shuffle") or ctx.calls("list_files")):
-        # TensorFlow derives a seeded shuffle's order (the program's, or the `seed=` the shard
-        # rules give it) from the global seed too: seeded per rank in place, each rank would
-        # shuffle, split and shard its own way; re-seeded right before the loop, the pipelines
-        # built before it keep one order on every rank
-        between = between or [call]
+    # TensorFlow derives a seeded shuffle's order (the program's, or the `seed=` the shard rules
+    # give it) from the global seed too: seeded per rank in place, each rank would shuffle,
+    # split and shard its own way; re-seeded right before the loop, the pipelines built before
+    # it keep one order on every rank
+    shuffles = draw.detail == "tensorflow" and bool(ctx.calls("shuffle") or ctx.calls("list_files"))
     what = f"`{draw.label}` draws the batches from the random state seeded here"
-    if not between:
+    if not between and not shuffles:
         start, end = ctx.source.span(value)
         return finding(ctx, "HVD048", call.node, what + ": every rank draws the same batches",
                        Fix(RULES["HVD048"][1], [Edit(start, end, ranked)]))

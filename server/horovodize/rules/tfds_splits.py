@@ -14,7 +14,7 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .pipelines import _assignments, _elements, _target_path, _unwrap
+from .pipelines import _assignments, _elements, _target_path, _unwrap, chain_calls
 
 
 def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0, sub: tuple = ()):
@@ -25,12 +25,10 @@ def _tfds_split(ctx: RuleContext, expr, at, depth: int = 0, sub: tuple = ()):
     if expr is None or depth > 12 or expr.type not in ("atom_expr", "power", "name"):
         return None
     expr, sub = _subscripted(expr, sub)
-    if expr.type != "name" and any(N.Call(expr, i).method in ("take", "repeat", "shard")
-                                   for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])):
+    calls = chain_calls(expr) if expr.type != "name" else []
+    if any(c.method in ("take", "repeat", "shard") for c in calls):
         return None     # bounded, endless or sharded by the program: a split per rank is not the division
-    first = next((i for i in range(1, len(expr.children)) if N.is_call_trailer(expr.children[i])), None) \
-        if expr.type != "name" else None
-    load = N.Call(expr, first) if first is not None else None   # (``tfds.load(...).map(f).batch(n)``: its head)
+    load = calls[-1] if calls else None     # (``tfds.load(...).map(f).batch(n)``: its head)
     if load is not None and _is_tfds_load(ctx, load):
         arg = load.keyword("split")
         return arg.value if arg is not None and N.unparen(arg.value).type != "atom" else None
