@@ -65,6 +65,17 @@ while True:
         break
 '''
 
+# A textbook's LSTM cell: 6 literal sequences, fit's default batch of 32: one step per epoch.
+ONE_BATCH = '''import numpy as np
+import tensorflow as tf
+
+x = np.array([[[0], [1]], [[1], [0]], [[0], [0]], [[1], [1]], [[0], [1]], [[1], [0]]], dtype=np.float32)
+y = np.array([1, 2, 0, 3, 1, 2])
+model = tf.keras.Sequential([tf.keras.layers.LSTM(4), tf.keras.layers.Dense(4)])
+model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
+model.fit(x, y, epochs=200)
+'''
+
 
 def point(data: dict, number: int) -> dict:
     return next(p for p in data["points"] if p["point"] == number)
@@ -120,3 +131,22 @@ def test_cli_exit_codes(tmp_path: Path):
                               timeout=60)
     assert unscaled.returncode == 0, unscaled.stderr
     assert "left as asked" in unscaled.stderr and "initial_learning_rate=100.0," in unscaled.stdout
+
+
+def test_arrays_no_bigger_than_one_batch_are_identical_work():
+    analysis = conversion(ONE_BATCH)
+    assert analysis.refused and analysis.converted() == ONE_BATCH
+    (reason,) = [m for c, _line, m in analysis.refusal_reasons() if c == "point 5"]
+    assert "fit's arrays hold 6 samples, no more than one batch of 32" in reason
+    # a bigger batch than the arrays, or more rows than the batch: divided as before
+    bigger = conversion(ONE_BATCH.replace("epochs=200)", "epochs=200, batch_size=4)"))
+    assert not bigger.refused and "int(math.ceil(200 / hvd.size()))" in bigger.converted()
+
+
+def test_no_scale_lr_still_averages_an_optimizer_given_by_name():
+    analysis = conversion(ONE_BATCH, scale_lr=False)
+    out = analysis.converted()
+    assert "optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.Adam())" in out
+    assert "epochs=200," in out and "hvd.size()" not in out
+    data = report.build(analysis)
+    assert point(data, 3)["status"] == "done" and point(data, 4)["status"] == "left as asked"

@@ -2,8 +2,8 @@
 
 Runs after `work_division` (catalogue order) and rewords its point-5 "not divided" notes
 for the training uses whose data every rank would read alike: a tf.data pipeline of this
-file with no shuffle, or only seeded ones (`use_site.same_data`), or ``fit(..., shuffle=False)``
-on in-memory arrays. Such a note starts with `SAME_DATA`; the engine blocks the conversion
+file with no shuffle, or only seeded ones (`use_site.same_data`), ``fit(..., shuffle=False)``
+on in-memory arrays, or a fit on arrays no bigger than one batch (`array_rows`). Such a note starts with `SAME_DATA`; the engine blocks the conversion
 on it when a rule scales the learning rate (N ranks computing one gradient at N times the
 rate is not distributed training). Where each rank shuffles its own way the note stays
 advisory: every rank trains on all of the data, in its own order.
@@ -17,8 +17,9 @@ from typing import Iterator
 from ..analysis.loop import FIT
 from ..parse import nodes as N
 from .base import Finding, RuleContext
+from .array_rows import one_batch
 from .use_site import SAME_DATA, same_data, shuffled_per_rank
-from .work_division import training_data
+from .work_division import _call_at, training_data
 
 RULES: dict = {}
 NOT_DIVIDED = "not divided: "
@@ -39,7 +40,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
               if n is not None}
         if pipe is not None and same_data(ctx, pipe):
             lines |= at
-        elif use.site.kind == FIT and pipe is None and _unshuffled_fit(use.site.node):
+        elif use.site.kind == FIT and pipe is None and (_unshuffled_fit(use.site.node) or _one_batch(ctx, use.site.node)):
             lines.add(use.site.node.start_pos[0])
         elif shuffled_per_rank(ctx, pipe):
             shuffled |= at
@@ -52,6 +53,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             notes[i] = (point, line, f"{text} (each rank shuffles the data its own way, so the ranks' batches "
                                      "differ: every rank trains on all of it, right but not faster)")
     yield from ()
+
+
+def _one_batch(ctx: RuleContext, node) -> bool:
+    """``fit`` on arrays no bigger than one batch: every rank's one step per epoch is alike."""
+    call = N.as_call(node) or _call_at(node)
+    return call is not None and one_batch(ctx, call) is not None
 
 
 def _unshuffled_fit(node) -> bool:

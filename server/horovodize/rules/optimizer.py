@@ -27,6 +27,8 @@ RULES = {
     "HVD013": ("scale-schedule", "Scale the schedule's initial learning rate by hvd.size()"),
 }
 
+UNSCALED_HVD012 = "Use hvd.DistributedOptimizer instead of the optimizer name (the rate unscaled)"
+
 
 def wraps_optimizer(ctx: RuleContext) -> bool:
     """Keras-fit and TF1 programs average gradients in the optimizer, tape programs in the tape."""
@@ -360,10 +362,16 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         start, end = ctx.source.span(value)
         legacy = "legacy." if id(value) in _for_model_to_estimator(ctx)[0] else ""
         text = f"{keras}.optimizers.{legacy}{cls}(learning_rate={lr} * {ctx.hvd}.size())"
+        # (--no-scale-lr: the engine takes the alternative, the named optimizer only wrapped)
+        unscaled = [Fix(UNSCALED_HVD012, [Edit(start, end, f"{ctx.hvd}.DistributedOptimizer("
+                                                             f"{keras}.optimizers.{legacy}{cls}())")])]
         if not plain:
             text = f"{ctx.hvd}.DistributedOptimizer({text})"
-        yield finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
-                      Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
+        found = finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
+                        Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
+        if not plain:
+            found.alternatives = unscaled
+        yield found
         return
     inner = _inline_optimizer(ctx, value)
     if inner is not None:

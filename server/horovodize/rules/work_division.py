@@ -31,6 +31,7 @@ from ..analysis.roles import KERAS_DATASETS
 from ..parse import nodes as N
 from ..parse.imports import import_bindings
 from ..parse.source import Edit
+from .array_rows import one_batch
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .tfds_splits import _even_split, _tfds_split
 from .written import epoch_files_read
@@ -389,6 +390,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             if pipe is not None or use.expr is None:
                 continue           # a dataset built elsewhere: nothing safe to divide
+            small = one_batch(ctx, call)
+            if small:
+                note(ctx, call.node, small)
+                continue
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
             if epochs is None or indivisible(epochs.value) or indivisible(_constant(ctx, epochs.value)):
                 sliced = None if mentions_hvd(use.expr, ctx) or ctx.blocked("HVD043", call.node) \
