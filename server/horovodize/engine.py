@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import codes
 from .analysis import restrictions
@@ -19,6 +19,7 @@ from .analysis.env import Env, build_env
 from .analysis.hvd_facts import HvdFacts
 from .analysis.keras3 import keras3_problems
 from .analysis.loop import LOOP_CODES, Summary, summarize
+from .parse import cell_magics
 from .parse.imports import import_bindings
 from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
 from .rules import setup_imports, stack_traps
@@ -82,6 +83,9 @@ class Analysis:
     # True (`convert --require-local-fs`, the `requireLocalFs` setting): a read of rank 0's files
     # on every rank after a barrier (point 7's "needs a shared filesystem") refuses the conversion.
     require_local_fs: bool = False
+    # The text as written when the analysis read code run from strings as code
+    # (parse/cell_magics.py: `conversion` unwraps nbconvert's run_cell_magic calls): edits apply to it.
+    original: str | None = None
 
     @property
     def refused(self) -> bool:
@@ -161,7 +165,7 @@ class Analysis:
             return []   # all or nothing: each site stays a quick fix of its own
         sites = self.rule_sites
         if not self.scale_lr:
-            sites = [f for f in sites if f.code not in LR_SCALING]
+            sites = [self._unscaled(f) for f in sites if f.code not in LR_SCALING or f.alternatives]
         if not (self.summary and self.summary.sites) and not (self.facts and self.facts.uses_horovod):
             return []   # no training loop: nothing to distribute (a saliency or export script)
         if self.facts is not None and self.facts.uses_horovod:
@@ -172,6 +176,15 @@ class Analysis:
             if not any(f.fix.needs_setup for f in sites if f is not self.setup):
                 sites = [f for f in sites if f is not self.setup]
         return sites
+
+    def _unscaled(self, f: Finding) -> Finding:
+        """``--no-scale-lr``: a site that scales and wraps (HVD012) with its unscaled fix, made once."""
+        if f.code not in LR_SCALING:
+            return f
+        kept = self.__dict__.setdefault("_unscaled_sites", {})
+        if id(f) not in kept:
+            kept[id(f)] = (f, replace(f, fix=f.alternatives[0], alternatives=[]))
+        return kept[id(f)][1]
 
     def conversion_edits(self) -> list[Edit]:
         """Every rule site's primary fix, and the set-up once."""
@@ -186,7 +199,7 @@ class Analysis:
         return without_overlaps(edits)
 
     def converted(self) -> str:
-        return apply_edits(self.source.text, self.conversion_edits())
+        return apply_edits(self.source.text if self.original is None else self.original, self.conversion_edits())
 
     @property
     def loop_kind(self) -> str:
@@ -406,13 +419,29 @@ def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True,
     report and warnings read the same one); raises `ParseError` when the input does not
     parse or is too deeply nested. `scale_lr` False: the learning rate is left as it is
     (`Analysis.scale_lr`); `require_local_fs` True: `Analysis.require_local_fs`."""
-    source = Source(text)
-    source.check_parses()
-    analysis = analyze(text, module=source.module, keras_target=keras_target, scale_lr=scale_lr,
-                       require_local_fs=require_local_fs)
+    Source(text).check_parses()
+    unwrapped, spans = cell_magics.unwrap(text)
+    analysis = analyze(unwrapped, keras_target=keras_target, scale_lr=scale_lr, require_local_fs=require_local_fs)
     if analysis.error is not None:
         raise analysis.error
+    if spans:
+        analysis.original = text
+        _in_strings(analysis, spans)
     return analysis
+
+
+def _in_strings(analysis: Analysis, spans) -> None:
+    """An edit inside a run_cell_magic call's string (or across its head) would not be code
+    there: point 7 says so, and the conversion is refused (all or nothing)."""
+    for e in analysis.conversion_edits():
+        if not cell_magics.outside(spans, e.start, e.end, e.new_text):
+            start, _end, b0, b1 = next(s for s in spans if not cell_magics.outside([s], e.start, e.end, e.new_text))
+            line = analysis.source.text.count("\n", 0, start) + 1
+            analysis.notes.append((7, line, (
+                f"not done: line {line} runs `{analysis.source.text[b0:b1]}` from a string "
+                "(`get_ipython().run_cell_magic(...)`, a notebook's cell magic exported as a script), and the "
+                "conversion would edit inside it: write that code as code (without the magic), then convert again")))
+            return
 
 
 def convert_text(text: str, keras_target: str = "tf.keras", scale_lr: bool = True,

@@ -107,6 +107,9 @@ def path_of(call: N.Call):
         (call.callee_dotted() or "").split(".")[0] in ("pickle", "json", "joblib", "yaml") else 0
     if method in ("plot_model", "savemat"):
         index = 1 if method == "plot_model" else 0
+    if method in ("rename", "replace", "copy", "copy2", "copyfile", "copytree", "move", "symlink", "link") and \
+            (call.callee_dotted() or "").split(".")[0] in ("os", "shutil"):
+        index = 1            # (src, dst): the file made is dst
     a = call.positional(index)
     return a.value if a is not None else None
 

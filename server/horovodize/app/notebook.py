@@ -24,12 +24,11 @@ from functools import cached_property
 from json.decoder import scanstring
 
 from ..errors import UserError
+from ..parse.cell_magics import PYTHON_CELL_MAGICS   # (their body is Python: only the first line is masked)
 from ..parse.source import Edit, ParseError, Source, apply_edits, line_table
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
-# cell magics whose body is still Python (only their first line is masked)
-PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 _HELP = re.compile(r"[ \t]*(?:\?\??[\w.]+|[\w.]+\?\??)[ \t]*$")
 _ASSIGN_MAGIC = re.compile(r"[ \t]*[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]*=[ \t]*[%!]")
 
