@@ -419,9 +419,11 @@ def conversion(text: str, keras_target: str = "tf.keras", scale_lr: bool = True,
     report and warnings read the same one); raises `ParseError` when the input does not
     parse or is too deeply nested. `scale_lr` False: the learning rate is left as it is
     (`Analysis.scale_lr`); `require_local_fs` True: `Analysis.require_local_fs`."""
-    Source(text).check_parses()
+    source = Source(text)
+    source.check_parses()
     unwrapped, spans = cell_magics.unwrap(text)
-    analysis = analyze(unwrapped, keras_target=keras_target, scale_lr=scale_lr, require_local_fs=require_local_fs)
+    analysis = analyze(unwrapped, module=None if spans else source.module, keras_target=keras_target,
+                       scale_lr=scale_lr, require_local_fs=require_local_fs)
     if analysis.error is not None:
         raise analysis.error
     if spans:
