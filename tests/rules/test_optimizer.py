@@ -412,3 +412,27 @@ def test_a_rate_assigned_from_the_optimizers_own_rate_through_a_name_is_not_scal
     assert "opt.lr.assign(cur * 0.1)\n" in relative
     absolute = rule_output(src(head + "    base = 0.1 / (epoch + 1)\n    opt.lr.assign(base)\n"), "HVD010")
     assert "opt.lr.assign(base * hvd.size())\n" in absolute
+
+
+def test_a_rate_set_by_attribute_or_set_value_is_scaled():
+    """``opt.learning_rate = 0.01`` and ``K.set_value(model.optimizer.lr, 0.001)`` between two
+    fits replace the scaled rate as ``assign`` does: scaled; a value read from the optimizer's
+    own rate is left."""
+    text = src("""
+        import tensorflow as tf
+        from tensorflow.keras import backend as K
+        x = tf.random.normal((256, 4))
+        y = tf.random.normal((256, 1))
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD(0.1)
+        model.compile(optimizer=opt, loss="mse")
+        model.fit(x, y, epochs=4, batch_size=32)
+        opt.learning_rate = 0.01
+        K.set_value(model.optimizer.lr, 0.001)
+        model.optimizer.learning_rate = model.optimizer.learning_rate * 0.5
+        model.fit(x, y, epochs=4, batch_size=32)
+        """)
+    out = rule_output(text, "HVD010")
+    assert "opt.learning_rate = 0.01 * hvd.size()\n" in out
+    assert "K.set_value(model.optimizer.lr, 0.001 * hvd.size())\n" in out
+    assert "model.optimizer.learning_rate = model.optimizer.learning_rate * 0.5\n" in out

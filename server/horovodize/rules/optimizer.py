@@ -97,24 +97,41 @@ def _reads_rate(ctx: RuleContext, value, owner: str, at) -> bool:
 
 def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
     """``optimizer.lr.assign(value)`` (a warm-up or cosine schedule written by hand, each
-    step): the value replaces the scaled rate the optimizer was made with, so it is scaled
-    too, unless it is computed from the optimizer's own rate (``opt.lr * 0.5``: scaled already);
+    step), ``K.set_value(model.optimizer.lr, value)`` or ``optimizer.learning_rate = value``:
+    the value replaces the scaled rate the optimizer was made with, so it is scaled too,
+    unless it is computed from the optimizer's own rate (``opt.lr * 0.5``: scaled already);
     likewise the step of ``assign_sub``/``assign_add`` (a linear decay of the scaled rate)."""
     if _scaled_elsewhere(ctx):
         return
-    for call in [c for m in ("assign", "assign_sub", "assign_add") for c in ctx.calls(m)]:
-        target = call.receiver_dotted() or ""
+    sets = [(c.receiver_dotted() or "", arg.value, c.node, c.method)
+            for m in ("assign", "assign_sub", "assign_add") for c in ctx.calls(m)
+            if (arg := c.positional(0) or c.keyword("value")) is not None]
+    sets += [(_dotted(c.positional(0).value), c.positional(1).value, c.node, "assign") for c in ctx.calls("set_value")
+             if c.positional(0) is not None and c.positional(1) is not None]
+    sets += [(_dotted(parts[0][0]), parts[1], stmt, "assign") for stmt, _owner in ctx.env.index.assignments
+             if (parts := N.assign_parts(stmt)) is not None and len(parts[0]) == 1]
+    for target, value, at, method in sets:
         owner, _, attr = target.rpartition(".")
-        value = call.positional(0) or call.keyword("value")
-        if attr not in ("lr", "learning_rate") or value is None or ctx.env.lookup(owner, call.node, "optimizer") is None:
+        if attr not in ("lr", "learning_rate") or not _optimizer_named(ctx, owner, at):
             continue
-        if ctx.facts.contains_size(value.value) or mentions_hvd(value.value, ctx) \
-                or _reads_rate(ctx, value.value, owner, call.node) or ctx.blocked("HVD010", call.node):
+        if ctx.facts.contains_size(value) or mentions_hvd(value, ctx) \
+                or _reads_rate(ctx, value, owner, at) or ctx.blocked("HVD010", at):
             continue
-        what = "the rate `{}` is set to here" if call.method == "assign" else "the step by which `{}` changes its rate here"
-        yield finding(ctx, "HVD010", value.value, what.format(owner) + " is not scaled by the number of ranks "
+        what = "the rate `{}` is set to here" if method == "assign" else "the step by which `{}` changes its rate here"
+        yield finding(ctx, "HVD010", value, what.format(owner) + " is not scaled by the number of ranks "
                       "(it acts on the scaled rate the optimizer was made with)",
-                      Fix(RULES["HVD010"][1], ctx.scale(value.value, "*")))
+                      Fix(RULES["HVD010"][1], ctx.scale(value, "*")))
+
+
+def _optimizer_named(ctx: RuleContext, owner: str, at) -> bool:
+    """`owner` holds an optimizer: a name bound to one, or a Keras model's ``.optimizer``."""
+    return bool(owner) and (owner.endswith(".optimizer") or ctx.env.lookup(owner, at, "optimizer") is not None)
+
+
+def _dotted(node) -> str:
+    """``a.b.c`` of a name or attribute chain without calls or subscripts, else ""."""
+    text = node.get_code(include_prefix=False) if node is not None else ""
+    return text if text.replace(".", "").replace("_", "").isalnum() and not text[:1].isdigit() else ""
 
 
 def creations(ctx: RuleContext, value, depth: int = 0) -> list[N.Call]:
