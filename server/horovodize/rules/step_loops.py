@@ -93,7 +93,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         if use.kind != TAPE or use.site.distributed or use.expr is None:
             continue
         rng = _range_call(ctx, use.expr)
-        if rng is None or mentions_hvd(rng.node, ctx) or ctx.blocked("HVD042", rng.node):
+        if rng is None:
+            yield from _seeded_noise(ctx, use, seen)
+            continue
+        if mentions_hvd(rng.node, ctx) or ctx.blocked("HVD042", rng.node):
             continue
         loop = use.expr.parent
         if loop is None or loop.type != "for_stmt":
@@ -155,6 +158,29 @@ def _generator_fits(ctx: RuleContext) -> Iterator[Finding]:
         if seed is None or mentions_hvd(seed[0].node, ctx) or ctx.blocked("HVD048", seed[0].node):
             continue
         yield _seed_per_rank(ctx, seed[0], seed[1], Draw("random", fn, kind), stmt)
+
+
+def _seeded_noise(ctx: RuleContext, use, seen: set) -> Iterator[Finding]:
+    """A loop over a dataset whose step also draws from TensorFlow's global random state (a
+    GAN's noise) seeded before it: the data is sharded, but every rank would draw the same
+    noise, so the generator's gradient is one rank's, at N times the rate (re-review N4). The
+    seed becomes per rank (HVD048) before the outermost loop of the step's function (the epochs'
+    loop: reseeded inside it, every epoch would draw the same noise again)."""
+    loop = use.expr.parent
+    if loop is None or loop.type != "for_stmt":
+        return
+    noise = [d for d in _draws(ctx, loop, use.site) if d.kind == "random" and d.detail == "tensorflow"]
+    while loop.parent is not None and N.func_scope_of(loop) is N.func_scope_of(loop.parent) and \
+            (outer := N.conditional_ancestor(loop, N.func_scope_of(loop))) is not None and \
+            outer.type in ("for_stmt", "while_stmt"):
+        loop = outer
+    seed = _global_seed(ctx, "tensorflow", loop) if noise else None
+    if seed is None or ("seed", id(seed[0].node)) in seen or mentions_hvd(seed[0].node, ctx) \
+            or ctx.blocked("HVD048", seed[0].node) or any(
+                n.type == "string" and "RANK" in n.value for n in N.walk(seed[1].value)):
+        return         # (a seed read from the launcher's HOROVOD_RANK / OMPI_COMM_WORLD_RANK is per rank)
+    seen.add(("seed", id(seed[0].node)))
+    yield _seed_per_rank(ctx, seed[0], seed[1], noise[0], loop, "the step's random input")
 
 
 def _until_loops(ctx: RuleContext) -> None:
@@ -394,7 +420,7 @@ def _global_seed(ctx: RuleContext, kind: str, loop):
     return found
 
 
-def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Finding:
+def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop, drawn_what: str = "the batches") -> Finding:
     """``np.random.seed(s)`` → ``np.random.seed(s + hvd.rank())``; when the program draws from
     the seeded state between the seeding and the loop (a split every rank must make alike), a
     new ``np.random.seed(s + hvd.rank())`` line right before the loop instead."""
@@ -411,14 +437,14 @@ def _seed_per_rank(ctx: RuleContext, call: N.Call, arg, draw: Draw, loop) -> Fin
     # split and shard its own way; re-seeded right before the loop, the pipelines built before
     # it keep one order on every rank
     shuffles = draw.detail == "tensorflow" and bool(ctx.calls("shuffle") or ctx.calls("list_files"))
-    what = f"`{draw.label}` draws the batches from the random state seeded here"
+    what = f"`{draw.label}` draws {drawn_what} from the random state seeded here"
     if not between and not shuffles:
         start, end = ctx.source.span(value)
-        return finding(ctx, "HVD048", call.node, what + ": every rank draws the same batches",
+        return finding(ctx, "HVD048", call.node, what + f": every rank draws the same {drawn_what.split()[-1]}",
                        Fix(RULES["HVD048"][1], [Edit(start, end, ranked)]))
     callee = ctx.source.text[slice(ctx.source.offset(call.node.start_pos), ctx.source.offset(call.trailer.start_pos))]
-    return finding(ctx, "HVD048", call.node, what + " (and a split before the loop that stays the same on every "
-                   "rank): every rank draws the same batches",
+    return finding(ctx, "HVD048", call.node, what + " (and what is drawn before the loop stays the same on every "
+                   f"rank): every rank draws the same {drawn_what.split()[-1]}",
                    Fix(RULES["HVD048"][1], [ctx.insert_before_stmt(loop, f"{callee}({ranked})")]))
 
 
