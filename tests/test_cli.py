@@ -140,7 +140,7 @@ def test_convert_directory_diff(project):
     assert proc.returncode == 0, proc.stderr
     progress = [l for l in proc.stderr.splitlines() if l.startswith("[")]
     assert progress == [f"[1/3] {project}/pkg/done.py", f"[2/3] {project}/pkg/train_fit.py", f"[3/3] {project}/train_tape.py"]
-    assert "3 file(s), 2 converted, 0 failed" in proc.stderr
+    assert "3 file(s), 2 converted, 0 refused, 0 failed" in proc.stderr
     name = str(project).lstrip("/")
     assert f"+++ b/{name}/pkg/train_fit.py" in proc.stdout and f"+++ b/{name}/train_tape.py" in proc.stdout
     assert "done.py" not in proc.stdout and ".venv" not in proc.stdout
@@ -152,7 +152,7 @@ def test_convert_directory_write(project):
     proc = run("convert", str(project), "--write")
     assert proc.returncode == 2                                   # one file failed
     assert f"{project}/pkg/broken.py:3:7: syntax error:" in proc.stderr
-    assert "4 file(s), 2 converted, 1 failed" in proc.stderr
+    assert "4 file(s), 2 converted, 0 refused, 1 failed" in proc.stderr
     assert (project / "train_tape.py").read_text() == convert_text(TAPE)
     assert (project / "pkg" / "train_fit.py").read_text() == convert_text(FIT)
     assert (project / "pkg" / "done.py").read_text() == CONVERTED

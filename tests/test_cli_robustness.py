@@ -184,7 +184,7 @@ def test_directory_write_goes_on_after_a_read_only_file(tmp_path):
     proc = run("convert", str(tmp_path), "--write")
     assert proc.returncode == 2
     assert f"horovodize: {tmp_path / 'a.py'}: is read-only; not written" in proc.stderr.decode()
-    assert "2 file(s), 1 converted, 1 failed" in proc.stderr.decode()
+    assert "2 file(s), 1 converted, 0 refused, 1 failed" in proc.stderr.decode()
     assert f"report for {tmp_path / 'a.py'}" not in proc.stderr.decode()
     assert (tmp_path / "a.py").read_text() == TAPE and (tmp_path / "b.py").read_text() == convert_text(TAPE)
 
@@ -223,7 +223,7 @@ def test_whitespace_only_init_is_skipped_in_directory_runs(tmp_path):
         assert f"{pkg / name}: empty, skipped" in err
     proc = run("convert", str(tmp_path), "--write")
     assert proc.returncode == 0, proc.stderr
-    assert "1 file(s), 1 converted, 0 failed, 3 empty skipped" in proc.stderr.decode()
+    assert "1 file(s), 1 converted, 0 refused, 0 failed, 3 empty skipped" in proc.stderr.decode()
     assert (pkg / "__init__.py").read_text() == "\n" and (pkg / "train.py").read_text() == convert_text(TAPE)
     # a file named on the command line is still an error when empty
     proc = run("check", str(pkg / "__init__.py"))

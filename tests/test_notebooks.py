@@ -183,7 +183,7 @@ def test_directory_walk_includes_notebooks(tmp_path):
     assert b"checkpoint" not in check.stdout
     diff = run("convert", "--diff", str(tmp_path))
     assert diff.returncode == 0 and b"nb.ipynb:cell 6" in diff.stdout
-    assert b"1 file(s), 1 converted, 0 failed" in diff.stderr
+    assert b"1 file(s), 1 converted, 0 refused, 0 failed" in diff.stderr
 
 
 def test_syntax_error_is_located_in_its_cell(tmp_path):

@@ -424,7 +424,7 @@ def cmd_convert(args) -> int:
             sys.stdout.write(after)
     if target.is_dir():
         empty = f", {len(skipped)} empty skipped" if skipped else ""
-        print(f"{len(files)} file(s), {changed} converted, {failures} failed{empty}", file=sys.stderr)
+        print(f"{len(files)} file(s), {changed} converted, {refused} refused, {failures} failed{empty}", file=sys.stderr)
     return 2 if failures else 3 if refused else 0
 
 
