@@ -1,27 +1,15 @@
-"""Reads of rank 0's files that need no shared filesystem (contract point 13, HVD033): where
-the fix is local and clear, rank 0 reads the file it wrote and the other ranks get the value
-by a collective, instead of a barrier and every rank reading the file from its own disk.
+"""Reads of rank 0's files that need no shared filesystem (HVD033, contract point 13): rank 0
+reads the file it wrote and the others get what it read by a collective, with no barrier.
+A plain value (``x = <read>``: ``latest_checkpoint``, ``os.listdir``, ``np.load``, json/pickle
+loads) becomes ``x = hvd_tf.broadcast_object(<read> if hvd.rank() == 0 else None,
+root_rank=0)``; weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``,
+``restore``) run under ``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what
+they filled, less what a later ``fit``'s callback or tape loop's first-step broadcast carries.
+Anything else (``load_model``: see HVD033.md) keeps the barrier.
 
-* a plain value read from it and used on every rank (``latest =
-  tf.train.latest_checkpoint(d)``, ``names = sorted(os.listdir(d))``, ``np.load``,
-  ``json.load``, ``pickle.load``): ``x = hvd_tf.broadcast_object(<read> if hvd.rank() == 0
-  else None, root_rank=0)``;
-* weights read into an existing model or checkpoint (``model.load_weights(p)``,
-  ``checkpoint.restore(p)``): ``if hvd.rank() == 0:`` on the read, then
-  ``hvd_tf.broadcast_variables(<its variables>, root_rank=0)``; the variables a broadcast the
-  conversion places anyway carries (``BroadcastGlobalVariablesCallback`` of a later ``fit``,
-  the first-step broadcast of a later tape loop: models and optimizers) are left out, and with
-  nothing left the guard alone is the edit.
-
-Anything else (a Keras model loaded with ``load_model``: its pickle is rebuilt without
-Horovod's optimizer class; a read in a called function; a ``with open(...)`` block) keeps the
-barrier and point 7's "needs a shared filesystem".
-
-Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read inside
-``<read> if hvd.rank() == 0 else None``: rank 0's own). Requires: base (the rule context),
-shared_values (the name of horovod.tensorflow; a Keras program's set-up binds it when an edit
-names it: `setup_imports.placed`), written (the checkpoint a name holds), analysis.loop
-(training sites), parse.nodes.
+Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read in this
+form). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
+names it, `setup_imports.placed`), written (`checkpoint_of`), analysis.loop (training sites).
 """
 
 from __future__ import annotations
@@ -115,10 +103,10 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
     objects = _restored(ctx, call, receiver)
     if objects is None:
         return None
-    carried = _carried(ctx, stmt)
+    names, roles = _carried(ctx, stmt)
     parts = []
     for role, name in objects:
-        if role in ("model", "optimizer") and (name in carried or role in carried):
+        if name in names or role in roles:
             continue
         parts.append({"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name))
     singles = [p for p in parts if "." not in p]
@@ -166,24 +154,29 @@ def _is_variable(ctx: RuleContext, binding) -> bool:
     return made is not None and ctx.env.callee_qualname(made) == "tensorflow.Variable"
 
 
-def _carried(ctx: RuleContext, stmt) -> set:
-    """What a broadcast the conversion places after `stmt` carries anyway: the model a later
-    ``fit`` trains (its callback broadcasts the model's and its optimizer's variables: "optimizer"),
-    or every model and optimizer when a tape loop follows (its first-step broadcast)."""
-    out: set = set()
+def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
+    """(names, roles) a broadcast the conversion places after `stmt` carries anyway: the model a
+    later ``fit`` of the same function trains (its callback broadcasts that model's variables and
+    its optimizer's: role "optimizer"), or every model and optimizer when the tape loops' one
+    first-step broadcast comes after it (no tape step can run before `stmt`)."""
+    names, roles = set(), set()
     scope = N.func_scope_of(stmt)
+    tapes = [site for site in ctx.summary.sites if site.kind == TAPE]
     for site in ctx.summary.sites:
-        at = site.driver or site.node
-        if at is None or at.start_pos < stmt.end_pos:
-            continue
-        if site.kind == FIT and N.func_scope_of(site.node) is scope:
-            fit = N.as_call(site.node)
-            if fit is not None and fit.receiver_dotted():
-                out |= {fit.receiver_dotted(), "optimizer"}
-        elif site.kind == TAPE:
-            # its first-step broadcast runs once: after `stmt` only if no step runs before it
-            fn = site.function
-            before = [c for c in (ctx.env.callers(fn) if fn is not None else ()) if c.node.start_pos < stmt.end_pos]
-            if not before:
-                out |= {"model", "optimizer"}
-    return out
+        fit = N.as_call(site.node) if site.kind == FIT else None
+        if fit is not None and fit.receiver_dotted() and site.node.start_pos > stmt.end_pos and \
+                N.func_scope_of(site.node) is scope:
+            names.add(fit.receiver_dotted())
+            roles.add("optimizer")
+    if tapes and not any(_steps_before(ctx, site, stmt) for site in tapes):
+        roles |= {"model", "optimizer"}
+    return names, roles
+
+
+def _steps_before(ctx: RuleContext, site, stmt) -> bool:
+    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, or its
+    function is called before it."""
+    at = site.driver or site.node
+    fn = site.function
+    return at.start_pos < stmt.end_pos or any(c.node.start_pos < stmt.end_pos
+                                              for c in (ctx.env.callers(fn) if fn is not None else ()))
