@@ -377,6 +377,7 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
     reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
     for call, paths in called_reads(ctx):
         reads.setdefault(id(call.node), (call, paths))
+    handled = frozenset(reads)     # (a file name that only reaches these stays a name: `read_back`)
     for call, paths in sorted(reads.values(), key=lambda r: r[0].node.start_pos):
         found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
@@ -406,7 +407,7 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
                           "rank 0 only", Fix(READ_ON_RANK0, [edit]))
             continue
-        elif (match or shown) and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt)):
+        elif (match or shown) and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt, handled)):
             # rank 0 reads it and the others get the value by a collective: no barrier, no
             # shared filesystem (contract point 13)
             shared_by_rank0.add(id(stmt))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..analysis.loop import FIT, TAPE
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
 from . import shared_values
 from .written import checkpoint_of
 
@@ -29,12 +29,19 @@ VALUE_QUALNAMES = ("tensorflow.train.latest_checkpoint",)
 VALUE_DOTTED = {"os.listdir", "glob.glob", "glob", "np.load", "numpy.load", "json.load", "pickle.load",
                 "joblib.load", "pd.read_csv", "pandas.read_csv", "imageio.imread", "plt.imread", "open"}
 STATE_METHODS = ("load_weights", "restore")
+# Reads whose value names files (a folder's listing, the newest checkpoint's prefix): broadcast
+# only when every later use stays where the files are not read on every rank (`_names_only`).
+PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_checkpoint")
+# Calls a file name may pass through without being read (its length, its text, a joined path).
+NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "sorted", "max", "min", "os.path.join",
+                        "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.split"})
 CHECKPOINTS = ("tensorflow.train.Checkpoint", "tensorflow.compat.v2.train.Checkpoint")
 
 
-def rewrite(ctx: RuleContext, call: N.Call, stmt) -> Finding | None:
+def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()) -> Finding | None:
     """The HVD033 finding that reads `call`'s file on rank 0 only and shares what it read, or
-    None when no such form fits (the caller then places a barrier)."""
+    None when no such form fits (the caller then places a barrier). `reads`: the ids of the call
+    nodes the caller handles as reads of rank 0's files."""
     mod = shared_values.module(ctx)
     if mod is None or ctx.env.tf1 or ctx.facts.uses_horovod or _in_tf_function(stmt):
         return None
@@ -43,7 +50,7 @@ def rewrite(ctx: RuleContext, call: N.Call, stmt) -> Finding | None:
     outer = next((c for c in N.calls_in(stmt) if c.method in STATE_METHODS and N.inside(call.node, c.trailer)), None)
     if outer is not None:      # ``checkpoint.restore(tf.train.latest_checkpoint(d))``: one read on rank 0
         return _state(ctx, outer, stmt, mod)
-    return _value(ctx, call, stmt, mod)
+    return _value(ctx, call, stmt, mod, reads)
 
 
 def in_rank0_value(ctx: RuleContext, node) -> bool:
@@ -67,7 +74,7 @@ def _in_tf_function(stmt) -> bool:
 
 
 # -- a value: x = broadcast_object(<read> if rank 0 else None) ------------------------------
-def _value(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
+def _value(ctx: RuleContext, call: N.Call, stmt, mod: str, reads: frozenset) -> Finding | None:
     q, dotted = ctx.env.callee_qualname(call), call.callee_dotted()
     if q not in VALUE_QUALNAMES and dotted not in VALUE_DOTTED:
         return None
@@ -86,6 +93,8 @@ def _value(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
         if inner.method in STATE_METHODS or inner.callee_dotted() in ("np.load", "numpy.load") and \
                 ".npz" in ctx.source.code(inner.node):
             return None        # (an .npz archive is read lazily from its open file: not picklable)
+    if (q in PATH_VALUES or dotted in PATH_VALUES) and not _names_only(ctx, stmt, reads):
+        return None
     low = value.type in ("test", "lambdef", "namedexpr_test")
     start, end = ctx.source.span(value)
     edits = [Edit(start, start, f"{mod}.broadcast_object({'(' if low else ''}"),
@@ -93,6 +102,36 @@ def _value(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
     name = stmt.children[0].value
     return finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file on every rank: on another "
                    "host it is not there", Fix(VALUE, edits))
+
+
+def _names_only(ctx: RuleContext, stmt, reads: frozenset) -> bool:
+    """Every later use of the file names `stmt` binds keeps them names: in a read the caller
+    handles (`reads`: shared from rank 0 in turn, or listed), under a rank guard, or through
+    `NAME_CALLS`; not iterated nor given to other code (``tf.data.Dataset.from_tensor_slices(
+    files)`` would read them on every rank, from its own disk). No function may see the name."""
+    target = stmt.children[0]
+    scope = N.func_scope_of(stmt)
+    for ref in ctx.env.index.names.get(target.value, ()):
+        if ref is target or ref.start_pos < stmt.start_pos:
+            continue
+        if N.func_scope_of(ref) is not scope:
+            return False
+        at = N.statement_of(ref)
+        if at is not None and under_rank0_guard(at, ctx):
+            continue
+        cur = ref
+        while cur is not at and cur.parent is not None:
+            parent = cur.parent
+            if parent.type in ("for_stmt", "comp_for", "sync_comp_for") and cur is not parent.children[1]:
+                return False       # iterated: each name is then used by code not seen here
+            if N.is_call_trailer(parent):
+                called = next((c for c in N.calls_in(parent.parent) if c.trailer is parent), None)
+                if called is not None and id(called.node) in reads:
+                    break          # a read of rank 0's files the caller handles
+                if called is None or called.callee_dotted() not in NAME_CALLS:
+                    return False
+            cur = parent
+    return True
 
 
 # -- weights: if rank 0: restore; broadcast_variables(...) ----------------------------------
