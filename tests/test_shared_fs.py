@@ -1,6 +1,9 @@
-"""Contract point 13, no shared filesystem assumed: point 7 of the report names every read of a
-file rank 0 wrote that runs on every rank after a barrier (its path as written, its line), and
-``convert --require-local-fs`` refuses such a program (exit 3, nothing changed), naming them."""
+"""Contract point 13, no shared filesystem assumed: a plain value read back from a file rank 0
+wrote is read on rank 0 and broadcast (``broadcast_object``), weights read into a model or a
+checkpoint are read on rank 0 and their variables broadcast; point 7 of the report names every
+other read of such a file that runs on every rank after a barrier (a Keras model's
+``load_model``: its path as written, its line), and ``convert --require-local-fs`` refuses such
+a program (exit 3, nothing changed), naming them, and converts one whose reads are all shared."""
 
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ print(os.listdir(checkpoint_dir))
 """
 
 NO_READS = READS.split("\nrestored")[0] + "\n"
+# the same reads but the Keras model's load_model: each is shared by a broadcast
+SHARED_READS = READS.replace('restored = tf.keras.models.load_model("model.h5")\n', "")
 
 
 def point7(text: str, **options) -> dict:
@@ -50,12 +55,26 @@ def test_point7_names_each_read_of_rank0s_files_with_its_line():
     assert p["status"] == "done", p
     assert [n["line"] for n in p["notes"]] == [15], p      # one note, at the first read that waits
     note = p["notes"][0]["note"]
-    # each read as the source writes its path; the load of a file listed from the folder too;
-    # the print runs on rank 0 only after the conversion: not a read on every rank
-    assert note.startswith('done, but needs a shared filesystem: `"model.h5"` (line 15), `checkpoint_dir` (line 16), '
-                           '`os.path.join(checkpoint_dir, names[-1])` (line 17); '), note
-    assert "line 18" not in note
+    # the Keras model's load_model, as the source writes its path; the folder's listing and the
+    # weights loaded from it are shared by broadcasts, and the print runs on rank 0 only: not listed
+    assert note.startswith('done, but needs a shared filesystem: `"model.h5"` (line 15); '), note
+    assert "line 16" not in note and "line 17" not in note and "line 18" not in note
     assert note.endswith("read them on rank 0 only and broadcast the value, or copy the files to each host")
+
+
+def test_values_and_weights_read_back_are_broadcast_from_rank0():
+    out = conversion(READS).converted()
+    assert "\nimport horovod.tensorflow as hvd_tf\n" in out
+    assert ("\nnames = hvd_tf.broadcast_object(sorted(os.listdir(checkpoint_dir)) if hvd.rank() == 0 else None, "
+            "root_rank=0)\nif hvd.rank() == 0: model.load_weights(os.path.join(checkpoint_dir, names[-1]))\n"
+            "hvd_tf.broadcast_variables(model.variables, root_rank=0)\n") in out, out
+    p = point7(SHARED_READS)
+    assert p["status"] == "done" and not p["notes"], p
+    assert [(c["code"], c["change"]) for c in p["changes"] if c["code"] == "HVD033"] == [
+        ("HVD033", "Read rank 0's file on rank 0 and broadcast the value"),
+        ("HVD033", "Restore on rank 0 and broadcast the variables")], p
+    again = conversion(conversion(SHARED_READS).converted())
+    assert again.converted() == conversion(SHARED_READS).converted()       # idempotent
 
 
 def test_one_barrier_still_waits_for_all_the_reads():
@@ -72,8 +91,7 @@ def test_no_read_of_rank0s_files_no_note():
 def test_a_read_on_rank0_only_is_not_listed():
     text = READS.replace('restored = tf.keras.models.load_model("model.h5")',
                          'print(tf.keras.models.load_model("model.h5"))')
-    note = point7(text)["notes"][0]["note"]
-    assert '"model.h5"' not in note and "`checkpoint_dir` (line 16)" in note, note
+    assert not point7(text)["notes"], point7(text)
 
 
 def test_the_text_report_shows_the_paths():
@@ -86,12 +104,14 @@ def test_require_local_fs_refuses_naming_paths_and_lines():
     assert analysis.refused and analysis.converted() == READS
     [(code, line, message)] = analysis.refusal_reasons()
     assert (code, line) == ("point 7", 15)
-    assert message.startswith('needs a shared filesystem (--require-local-fs): `"model.h5"` (line 15), '
-                              '`checkpoint_dir` (line 16), `os.path.join(checkpoint_dir, names[-1])` (line 17): ')
+    assert message.startswith('needs a shared filesystem (--require-local-fs): `"model.h5"` (line 15): ')
     assert "read them on rank 0 only and broadcast the value" in message and "drop --require-local-fs" in message
     # without such reads the switch changes nothing
     plain = conversion(NO_READS, require_local_fs=True)
     assert not plain.refused and plain.converted() == conversion(NO_READS).converted()
+    # nor with reads that are all shared by broadcasts
+    shared = conversion(SHARED_READS, require_local_fs=True)
+    assert not shared.refused and shared.converted() == conversion(SHARED_READS).converted()
 
 
 def test_cli_require_local_fs_exits_3_and_changes_nothing(tmp_path):
@@ -101,17 +121,18 @@ def test_cli_require_local_fs_exits_3_and_changes_nothing(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert path.read_text() == READS
     assert "NOT CONVERTED" in proc.stderr and "line 15: point 7" in proc.stderr, proc.stderr
-    assert '`"model.h5"` (line 15)' in proc.stderr and "(line 17)" in proc.stderr
+    assert '`"model.h5"` (line 15)' in proc.stderr and "(line 17)" not in proc.stderr
     proc = run("convert", "--require-local-fs", "--format", "json", str(path))
     data = json.loads(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 3 and proc.stdout == READS
     assert data["refused"] and [(r["code"], r["line"]) for r in data["reasons"]] == [("point 7", 15)]
     # the same program converts without the switch, and one with no such read converts with it
     assert run("convert", str(path)).returncode == 0
-    path.write_text(NO_READS)
-    proc = run("convert", "--require-local-fs", "--write", str(path))
-    assert proc.returncode == 0, proc.stderr
-    assert "hvd.init()" in path.read_text()
+    for text in (NO_READS, SHARED_READS):
+        path.write_text(text)
+        proc = run("convert", "--require-local-fs", "--write", str(path))
+        assert proc.returncode == 0, proc.stderr
+        assert "hvd.init()" in path.read_text()
 
 
 def test_cli_help_names_the_switch():
@@ -126,6 +147,6 @@ def test_a_notebook_names_cells_and_lines(tmp_path):
                                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     proc = run("convert", "--require-local-fs", str(path))
     assert proc.returncode == 3
-    assert '`"model.h5"` (cell 2 line 1), `checkpoint_dir` (cell 2 line 2)' in proc.stderr, proc.stderr
+    assert '`"model.h5"` (cell 2 line 1): ' in proc.stderr and "cell 2 line 2" not in proc.stderr, proc.stderr
     proc = run("convert", str(path))
     assert proc.returncode == 0 and "needs a shared filesystem: `\"model.h5\"` (cell 2 line 1)" in proc.stderr

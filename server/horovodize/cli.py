@@ -707,7 +707,8 @@ def _require_local_fs_argument(p) -> None:
     p.add_argument("--require-local-fs", action="store_true",
                    help="assume no filesystem shared by the hosts: a program whose ranks read, after a barrier, "
                         "files rank 0 wrote (the report's 'needs a shared filesystem') is refused instead of "
-                        "converted; the reason names the paths and lines")
+                        "converted; the reason names the paths and lines (reads made on rank 0 and broadcast, "
+                        "as the conversion does where it can, do not count)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,11 +61,13 @@ def test_rehearsal_passes_every_check(hvd_env, horovodize_exe, tmp_path):
     assert (tmp_path / "rh_ok.py").read_text() == (H.PROGRAMS / "rh_ok.py").read_text()   # --set: a temp copy
 
 
-def test_two_hosts_fetch_once_each_and_a_read_back_needs_a_shared_filesystem(hvd_env, horovodize_exe, tmp_path):
+def test_two_hosts_fetch_once_each_and_read_back_weights_on_rank0(hvd_env, horovodize_exe, tmp_path):
     """Two simulated hosts, each with its own copy of the working directory and empty caches:
-    the converted program fetches its data once on each host (local rank 0), and its read-back
-    of the weights rank 0 saved fails on host 1: "own disks" names the file and the line. On
-    one host the same conversion passes every check (the barrier is enough there)."""
+    the converted program fetches its data once on each host (local rank 0), and reads back the
+    weights it saved on rank 0 only, the next fit's broadcast giving them to host 1: "own disks"
+    passes. (Before read-back on rank 0, host 1 read rh_back.h5 from its own disk after the
+    barrier and failed "own disks"; tests/horovod/test_read_back_hosts.py has the forms that still
+    need a shared filesystem.)"""
     py, _ = hvd_env
     origin = tmp_path / "origin" / "rh_fetch.npz"
     origin.parent.mkdir()
@@ -74,15 +76,11 @@ def test_two_hosts_fetch_once_each_and_a_read_back_needs_a_shared_filesystem(hvd
     script = copy("rh_read_back.py", tmp_path)
     proc = verify([str(script), "--python", str(py), "--hosts", "2", "--", origin.as_uri()], tmp_path)
     table = rows(proc)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    read = next(i for i, ln in enumerate(script.read_text().splitlines(), 1) if "load_weights" in ln)
-    status, reason = table["own disks"]
-    assert status == "FAIL" and reason.startswith("host 1 (rank 1) read rh_back.h5, which only host 0 wrote"), table
-    assert f"[rh_read_back.py:{read}]" in reason, table
-    assert table["cold cache"][0] == "PASS" and "(hosts 0, 1: " in table["cold cache"][1], table
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(status == "PASS" for status, _ in table.values()), table
+    assert table["own disks"][1].startswith("2 hosts, each with its own working directory"), table
     per_host = re.search(r"\(hosts 0, 1: (\d+), (\d+)\)", table["cold cache"][1])
     assert per_host and per_host.group(1) == per_host.group(2) != "0", table      # fetched on each host
-    assert table["writes"][0] == "PASS" and table["prints"][0] == "PASS", table
 
 
 def test_mutants_each_fail_their_own_check_json(hvd_env, horovodize_exe, tmp_path):

@@ -17,8 +17,8 @@
 * ``scaleLearningRate`` (default true): false leaves the learning rate as it is, as
   ``horovodize convert --no-scale-lr``.
 * ``requireLocalFs`` (default false): true refuses a conversion whose ranks read, after a
-  barrier, files rank 0 wrote (they need a shared filesystem), as
-  ``horovodize convert --require-local-fs``.
+  barrier, files rank 0 wrote (they need a shared filesystem; reads made on rank 0 and
+  broadcast do not count), as ``horovodize convert --require-local-fs``.
 * ``maxFileLines`` / ``maxFileBytes``: a buffer over either limit (defaults
   `MAX_FILE_LINES`, `MAX_FILE_BYTES`; 0 = no limit) is not analysed; it gets one
   information diagnostic that says why, instead of minutes of analysis on every edit.

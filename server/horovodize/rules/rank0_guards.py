@@ -37,6 +37,7 @@ from .written import (
     FOLDER_CALLS,
     WRITE_EFFECT,
     called_reads,
+    checkpoint_of,
     display_guards,
     effect_reads,
     exist_ok,
@@ -50,7 +51,7 @@ from .written import (
     reached,
     writer_block,
 )
-from . import shared_values
+from . import read_back, shared_values
 from .shown import display_sites
 from .tf1_session import _is_saver
 from .written import norm_path as _norm
@@ -106,20 +107,6 @@ def classify(ctx: RuleContext, call: N.Call) -> str | None:
     if writes_file(ctx, call):
         return "HVD032"
     return None
-
-
-def checkpoint_of(env, name: str | None, at):
-    """The checkpoint (or CheckpointManager) binding `name` holds at `at`, also through a
-    second name given to it once (``mgr = self.manager; mgr.save()``: the manager saves all the
-    same, so it is rank 0's too)."""
-    found = env.lookup(name, at, "checkpoint")
-    if found is not None or not name:
-        return found
-    b = env.lookup(name, at)
-    if b is None or b.role != "other" or len(env.bindings_of(b.name, b.scope)) != 1:
-        return None
-    src = b.value_dotted()
-    return env.lookup(src, b.stmt, "checkpoint", params=False) if src not in (None, name) else None
 
 
 def writes_file(ctx: RuleContext, call: N.Call) -> bool:
@@ -386,9 +373,11 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
     shared = []         # (path text, line) of each read after a barrier, on every rank (point 13)
     first = None        # the first read given a barrier here
     listed = []         # (path text, scope) of the reads in `shared` that matched a write
+    shared_by_rank0 = set()     # statements `read_back` reads on rank 0 and broadcasts
     reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
     for call, paths in called_reads(ctx):
         reads.setdefault(id(call.node), (call, paths))
+    handled = frozenset(reads)     # (a file name that only reaches these stays a name: `read_back`)
     for call, paths in sorted(reads.values(), key=lambda r: r[0].node.start_pos):
         found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
@@ -404,20 +393,29 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             continue      # a collective that only rank 0 reaches would wait forever
         if stmt.parent is None:
             continue      # an error-recovered tree (the buffer does not parse)
+        if id(stmt) in shared_by_rank0 or read_back.in_rank0_value(ctx, call.node):
+            continue      # rank 0 reads it and broadcasts the value (`read_back`)
+        # a later read in a folder an earlier one listed (``load_weights(os.path.join(
+        # checkpoint_dir, names[-1]))`` after ``os.listdir(checkpoint_dir)``) also reads rank 0's files
+        shown = [] if match else [(text, p) for p in paths if p is not None for text in (_norm(ctx.source.code(p)),)
+                                  if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
         if any(N.inside(call.node, s) for s in on_rank0):
-            pass          # (the print around it runs on rank 0 only: not a read on every rank)
+            continue      # the print around it runs on rank 0, which wrote the file: no barrier
         elif match and id(stmt) not in done and (name := _used_on_rank0_only(ctx, stmt, on_rank0)) \
                 and (edit := ctx.guard_rank0(stmt)) is not None:
             done.add(id(stmt))        # read where it is used: rank 0, no barrier, no shared filesystem
             yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
                           "rank 0 only", Fix(READ_ON_RANK0, [edit]))
             continue
+        elif (match or shown) and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt, handled)):
+            # rank 0 reads it and the others get the value by a collective: no barrier, no
+            # shared filesystem (contract point 13)
+            shared_by_rank0.add(id(stmt))
+            if match:
+                listed.append((_norm(_shown_path(ctx, call, paths, match)), scope))
+            yield bcast
+            continue
         elif not match:
-            # a later read in a folder an earlier one listed (``load_weights(os.path.join(
-            # checkpoint_dir, names[-1]))`` after ``os.listdir(checkpoint_dir)``): after that
-            # read's barrier, it also reads rank 0's files
-            shown = [(text, p) for p in paths if p is not None for text in (_norm(ctx.source.code(p)),)
-                     if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
             if shown:
                 shared.append((_short(ctx.source.code(shown[0][1])), call.node.start_pos[0]))
         elif (manager := _manager_latest(ctx, call, paths)) is not None:

@@ -41,8 +41,10 @@ def setup_code(ctx: RuleContext) -> str:
         lines.append(f"import tensorflow as {tf}")
     lines.append(f"import {ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras"):
-        # a tape needs horovod.tensorflow's wrapper, a shared value its broadcast_object
-        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx) or shared_values.sites(ctx):
+        # a tape needs horovod.tensorflow's wrapper, a shared value its broadcast_object, a read
+        # of rank 0's file its broadcasts (`bind_tf_module`)
+        if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx) or shared_values.sites(ctx) or \
+                ctx.__dict__.get("_bind_tf_module"):
             lines.append(f"import horovod.tensorflow as {tf_module_alias(ctx)}")
     lines.append("hvd.init()")
     if "Session" in ctx.summary.kinds or pinned_by_run_config(ctx):   # pinned in the session config (HVD070)
@@ -139,6 +141,7 @@ def placed(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
     set-up goes at the top of the module, before the first code, with its own copy of the
     import. Returns `findings` with the set-up's edit moved when needed."""
     env = ctx.env
+    _bind_tf_module(ctx, findings)
     late = env.setup_after
     if late is None or late is env.top_imports_end or env.top_block_end is None:
         return findings
@@ -152,6 +155,19 @@ def placed(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
     top = ctx.insert_before_stmt(env.top_block_end, late.get_code(include_prefix=False) + "\n" + setup_code(ctx))
     setup.fix.edits = [top]
     return findings
+
+
+def _bind_tf_module(ctx: RuleContext, findings: list[Finding]) -> None:
+    """A Keras program whose other edits call horovod.tensorflow (the broadcasts of a read of
+    rank 0's file, `read_back`) gets it bound by its set-up, when `setup_code` did not already."""
+    setup = next((f for f in findings if f.code == "HVD002" and f.fix is not None and f.fix.edits), None)
+    alias = tf_module_alias(ctx)
+    if setup is None or alias is None or ctx.__dict__.get("_bind_tf_module") or \
+            f"import horovod.tensorflow as {alias}" in setup.fix.edits[0].new_text:
+        return
+    if any(f"{alias}." in e.new_text for f in findings if f is not setup and f.fix is not None for e in f.fix.edits):
+        ctx.__dict__["_bind_tf_module"] = True
+        setup.fix.edits = [ctx.insert_after_stmt(ctx.env.setup_after, setup_code(ctx), indent="")]
 
 
 def _runs_horovod(ctx: RuleContext, edit) -> bool:

@@ -3,11 +3,12 @@ which writes a ``fit``'s rank-0 callbacks make, which local callback classes run
 only, the texts a read's path reaches through assignments and how they match a written
 path (globs and name templates included), writes lifted to the calls of the functions
 holding them, the ``os.mkdir``/``os.makedirs`` -> ``exist_ok=True`` edit, and the rank-0
-guards of display-only statements that show a file rank 0 wrote (``display_guards``), and
-whether an ``open`` writes (``open_for_writing``).
+guards of display-only statements that show a file rank 0 wrote (``display_guards``),
+whether an ``open`` writes (``open_for_writing``) and the checkpoint a name holds
+(``checkpoint_of``).
 
 Requires: base (the rule context), analysis.effects (what a call does), hvd_facts (callback
-lists, assignments, rank tests) through the context. Used by `rank0_guards`.
+lists, assignments, rank tests) through the context. Used by `rank0_guards`, `read_back`.
 """
 
 from __future__ import annotations
@@ -459,3 +460,17 @@ def display_guards(ctx: RuleContext, writes: list, statement) -> list:
         out.append((line, call, "HVD033", "shows a file only rank 0 writes, on every rank", [edit],
                     "Show the file rank 0 wrote on rank 0 only"))
     return out
+
+
+def checkpoint_of(env, name: str | None, at):
+    """The checkpoint (or CheckpointManager) binding `name` holds at `at`, also through a
+    second name given to it once (``mgr = self.manager; mgr.save()``: the manager saves all the
+    same, so it is rank 0's too)."""
+    found = env.lookup(name, at, "checkpoint")
+    if found is not None or not name:
+        return found
+    b = env.lookup(name, at)
+    if b is None or b.role != "other" or len(env.bindings_of(b.name, b.scope)) != 1:
+        return None
+    src = b.value_dotted()
+    return env.lookup(src, b.stmt, "checkpoint", params=False) if src not in (None, name) else None

@@ -1,0 +1,221 @@
+"""Reads of rank 0's files that need no shared filesystem (HVD033, contract point 13): rank 0
+reads the file it wrote and the others get what it read by a collective, with no barrier.
+A plain value (``x = <read>``: ``latest_checkpoint``, ``os.listdir``, ``np.load``, json/pickle
+loads) becomes ``x = hvd_tf.broadcast_object(<read> if hvd.rank() == 0 else None,
+root_rank=0)``; weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``,
+``restore``) run under ``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what
+they filled, less what a later ``fit``'s callback or tape loop's first-step broadcast carries.
+Anything else (``load_model``: see HVD033.md) keeps the barrier.
+
+Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read in this
+form). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
+names it, `setup_imports.placed`), written (`checkpoint_of`), analysis.loop (training sites).
+"""
+
+from __future__ import annotations
+
+from ..analysis.loop import FIT, TAPE
+from ..parse import nodes as N
+from ..parse.source import Edit
+from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from . import shared_values
+from .written import checkpoint_of
+
+VALUE = "Read rank 0's file on rank 0 and broadcast the value"
+STATE = "Restore on rank 0 and broadcast the variables"
+STATE_CARRIED = "Restore on rank 0 only (the broadcast of the training that follows shares it)"
+# Calls whose value is plain Python/NumPy data, picklable (by qualified name or dotted callee).
+VALUE_QUALNAMES = ("tensorflow.train.latest_checkpoint",)
+VALUE_DOTTED = {"os.listdir", "glob.glob", "glob", "np.load", "numpy.load", "json.load", "pickle.load",
+                "joblib.load", "pd.read_csv", "pandas.read_csv", "imageio.imread", "plt.imread", "open"}
+STATE_METHODS = ("load_weights", "restore")
+# Reads whose value names files (a folder's listing, the newest checkpoint's prefix): broadcast
+# only when every later use stays where the files are not read on every rank (`_names_only`).
+PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_checkpoint")
+# Calls a file name may pass through without being read (its length, its text, a joined path).
+NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "sorted", "max", "min", "os.path.join",
+                        "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.split"})
+CHECKPOINTS = ("tensorflow.train.Checkpoint", "tensorflow.compat.v2.train.Checkpoint")
+
+
+def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()) -> Finding | None:
+    """The HVD033 finding that reads `call`'s file on rank 0 only and shares what it read, or
+    None when no such form fits (the caller then places a barrier). `reads`: the ids of the call
+    nodes the caller handles as reads of rank 0's files."""
+    mod = shared_values.module(ctx)
+    if mod is None or ctx.env.tf1 or ctx.facts.uses_horovod or _in_tf_function(stmt):
+        return None
+    if call.method in STATE_METHODS:
+        return _state(ctx, call, stmt, mod)
+    outer = next((c for c in N.calls_in(stmt) if c.method in STATE_METHODS and N.inside(call.node, c.trailer)), None)
+    if outer is not None:      # ``checkpoint.restore(tf.train.latest_checkpoint(d))``: one read on rank 0
+        return _state(ctx, outer, stmt, mod)
+    return _value(ctx, call, stmt, mod, reads)
+
+
+def in_rank0_value(ctx: RuleContext, node) -> bool:
+    """`node` is inside ``<expr> if hvd.rank() == 0 else None`` (this rule's own form)."""
+    cur = node
+    while cur.parent is not None and not N.is_statement(cur):
+        parent = cur.parent
+        if parent.type == "test" and len(parent.children) == 5 and cur is parent.children[0] and \
+                "rank()" in parent.children[2].get_code(include_prefix=False):
+            return True
+        cur = parent
+    return False
+
+
+def _in_tf_function(stmt) -> bool:
+    """Inside a function decorated with ``tf.function`` (no Python collective there)."""
+    fn = N.func_scope_of(stmt)
+    holder = fn.parent if fn is not None else None
+    return holder is not None and holder.type == "decorated" and any(
+        "function" in d.get_code(include_prefix=False) for d in N.walk(holder.children[0]) if d.type == "decorator")
+
+
+# -- a value: x = broadcast_object(<read> if rank 0 else None) ------------------------------
+def _value(ctx: RuleContext, call: N.Call, stmt, mod: str, reads: frozenset) -> Finding | None:
+    q, dotted = ctx.env.callee_qualname(call), call.callee_dotted()
+    if q not in VALUE_QUALNAMES and dotted not in VALUE_DOTTED:
+        return None
+    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[1] != "=" or \
+            stmt.children[0].type != "name" or not N.alone_on_line(stmt):
+        return None
+    value = stmt.children[2]
+    if dotted == "open" and call.node is value:
+        return None            # (a file handle: nothing to broadcast)
+    if not N.inside(call.node, value) or mentions_hvd(value, ctx) or \
+            any(leaf.type == "keyword" and leaf.value in ("yield", "await", "lambda") for leaf in N.walk(value)):
+        return None
+    for inner in N.calls_in(value):
+        if ctx.env.call_target(inner) is not None:
+            return None        # the program's own function: it may reach a collective
+        if inner.method in STATE_METHODS or inner.callee_dotted() in ("np.load", "numpy.load") and \
+                ".npz" in ctx.source.code(inner.node):
+            return None        # (an .npz archive is read lazily from its open file: not picklable)
+    if (q in PATH_VALUES or dotted in PATH_VALUES) and not _names_only(ctx, stmt, reads):
+        return None
+    low = value.type in ("test", "lambdef", "namedexpr_test")
+    start, end = ctx.source.span(value)
+    edits = [Edit(start, start, f"{mod}.broadcast_object({'(' if low else ''}"),
+             Edit(end, end, f"{')' if low else ''} if {ctx.hvd}.rank() == 0 else None, root_rank=0)")]
+    name = stmt.children[0].value
+    return finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file on every rank: on another "
+                   "host it is not there", Fix(VALUE, edits))
+
+
+def _names_only(ctx: RuleContext, stmt, reads: frozenset) -> bool:
+    """Every later use of the file names `stmt` binds keeps them names: in a read the caller
+    handles (`reads`: shared from rank 0 in turn, or listed), under a rank guard, or through
+    `NAME_CALLS`; not iterated nor given to other code (``tf.data.Dataset.from_tensor_slices(
+    files)`` would read them on every rank, from its own disk). No function may see the name."""
+    target = stmt.children[0]
+    scope = N.func_scope_of(stmt)
+    for ref in ctx.env.index.names.get(target.value, ()):
+        if ref is target or ref.start_pos < stmt.start_pos:
+            continue
+        if N.func_scope_of(ref) is not scope:
+            return False
+        at = N.statement_of(ref)
+        if at is not None and under_rank0_guard(at, ctx):
+            continue
+        cur = ref
+        while cur is not at and cur.parent is not None:
+            parent = cur.parent
+            if parent.type in ("for_stmt", "comp_for", "sync_comp_for") and cur is not parent.children[1]:
+                return False       # iterated: each name is then used by code not seen here
+            if N.is_call_trailer(parent):
+                called = next((c for c in N.calls_in(parent.parent) if c.trailer is parent), None)
+                if called is not None and id(called.node) in reads:
+                    break          # a read of rank 0's files the caller handles
+                if called is None or called.callee_dotted() not in NAME_CALLS:
+                    return False
+            cur = parent
+    return True
+
+
+# -- weights: if rank 0: restore; broadcast_variables(...) ----------------------------------
+def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
+    if stmt is not call.node or not N.alone_on_line(stmt) or call.has_star():
+        return None            # (``status = ckpt.restore(p)``: the status is used on every rank)
+    receiver = call.receiver_dotted()
+    objects = _restored(ctx, call, receiver)
+    if objects is None:
+        return None
+    names, roles = _carried(ctx, stmt)
+    parts = []
+    for role, name in objects:
+        if name in names or role in roles:
+            continue
+        parts.append({"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name))
+    singles = [p for p in parts if "." not in p]
+    parts = [p for p in parts if "." in p] + ([f"[{', '.join(singles)}]"] if singles else [])
+    guard = ctx.guard_rank0(stmt)
+    if guard is None:
+        return None
+    edits = [guard]
+    if parts:
+        edits.append(ctx.insert_after_stmt(N.simple_stmt_of(stmt),
+                                           f"{mod}.broadcast_variables({' + '.join(parts)}, root_rank=0)"))
+    what = "the weights" if call.method == "load_weights" else "the checkpoint"
+    return finding(ctx, "HVD033", call.node, f"every rank reads {what} rank 0 saved: on another host the file is "
+                   "not there", Fix(STATE if parts else STATE_CARRIED, edits))
+
+
+def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | None:
+    """(role, name) of each object the read fills: the model of ``load_weights``, each object
+    a ``tf.train.Checkpoint(...)`` tracks (models, optimizers, ``tf.Variable``s). None when one
+    of them is something else (its state could not be named here)."""
+    env = ctx.env
+    if call.method == "load_weights":
+        return [("model", receiver)] if receiver and env.lookup(receiver, call.node, "model") else None
+    ckpt = checkpoint_of(env, receiver, call.node)
+    made = N.as_call(ckpt.value) if ckpt is not None else None
+    if made is None or env.callee_qualname(made) not in CHECKPOINTS or not made.args:
+        return None            # (a manager's ``restore_or_initialize``, a TF1 Saver: not this form)
+    out = []
+    for arg in made.args:
+        name = N.dotted(arg.value)
+        if arg.star or arg.keyword is None or name is None:
+            return None
+        found = env.lookup(name, call.node)
+        if found is not None and found.role in ("model", "optimizer"):
+            out.append((found.role, name))
+        elif found is not None and _is_variable(ctx, found):
+            out.append(("variable", name))
+        else:
+            return None
+    return out
+
+
+def _is_variable(ctx: RuleContext, binding) -> bool:
+    made = N.as_call(binding.value)
+    return made is not None and ctx.env.callee_qualname(made) == "tensorflow.Variable"
+
+
+def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
+    """(names, roles) a broadcast the conversion places after `stmt` carries anyway: the model a
+    later ``fit`` of the same function trains (its callback broadcasts that model's variables and
+    its optimizer's: role "optimizer"), or every model and optimizer when the tape loops' one
+    first-step broadcast comes after it (no tape step can run before `stmt`)."""
+    names, roles = set(), set()
+    scope = N.func_scope_of(stmt)
+    tapes = [site for site in ctx.summary.sites if site.kind == TAPE]
+    for site in ctx.summary.sites:
+        fit = N.as_call(site.node) if site.kind == FIT else None
+        if fit is not None and fit.receiver_dotted() and site.node.start_pos > stmt.end_pos and \
+                N.func_scope_of(site.node) is scope:
+            names.add(fit.receiver_dotted())
+            roles.add("optimizer")
+    if tapes and not any(_steps_before(ctx, site, stmt) for site in tapes):
+        roles |= {"model", "optimizer"}
+    return names, roles
+
+
+def _steps_before(ctx: RuleContext, site, stmt) -> bool:
+    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, or its
+    function is called before it."""
+    at = site.driver or site.node
+    fn = site.function
+    return at.start_pos < stmt.end_pos or any(c.node.start_pos < stmt.end_pos
+                                              for c in (ctx.env.callers(fn) if fn is not None else ()))
