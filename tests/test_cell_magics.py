@@ -5,31 +5,13 @@ else, and refuses only when an edit would have to go inside the string."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from horovodize.engine import conversion
 from horovodize.parse import cell_magics
 
-GAN_EXPORT = '''import tensorflow as tf
-
-model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
-optimizer = tf.keras.optimizers.Adam(1e-3)
-checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 3)), tf.random.normal((64, 1)))).batch(8)
-
-
-def train(ds, epochs):
-    for epoch in range(epochs):
-        for x, y in ds:
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(model(x) - y))
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        checkpoint.save("ckpt/ckpt")
-
-
-get_ipython().run_cell_magic('time', '', 'train(dataset, 4)')
-
-checkpoint.restore(tf.train.latest_checkpoint("ckpt"))
-'''
+# a GradientTape GAN-shaped program whose %%time cell trains from a string (also a golden of HVD033)
+GAN_EXPORT = (Path(__file__).parent / "fixtures" / "HVD033" / "read_after_training_run_from_cell_magic.py").read_text()
 
 
 def test_unwrap_keeps_every_offset():
