@@ -360,7 +360,8 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
             analysis.internal_errors.append(f"rule module {module.__name__} failed\n{traceback.format_exc()}")
     analysis.notes = list(ctx.__dict__.get("notes", ()))
     findings = setup_imports.placed(ctx, findings)      # a late TensorFlow import (HVD-R1)
-    findings = keras3_adapters.merged(ctx, findings)    # the keras3 target's adapters, one block
+    # the keras3 target's adapters: one block after the set-up
+    findings = keras3_adapters.merged(ctx, findings, setup_imports.after_setup(ctx), setup_imports.tf_name(ctx))
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)

@@ -14,8 +14,8 @@ A rule asks for one with `use` (the name to call and a placeholder edit); the en
 `merged` once every rule has run, which puts the adapters the whole file needs into one
 block (in `ORDER`) and gives that block to every fix that asked for any.
 
-Requires: setup_imports (`after_setup`, `tf_name`), parse (imports). Provides: `ORDER`,
-`APIS`, `MARK`, `use`, `merged`, `adapter_text`.
+Requires: analysis.keras3 (the adapters' APIs), parse (imports); the engine passes where the
+set-up ends. Provides: `ORDER`, `APIS`, `MARK`, `use`, `merged`, `adapter_text`.
 """
 
 from __future__ import annotations
@@ -32,31 +32,34 @@ ORDER = ("DistributedOptimizer", "DistributedGradientTape", "BroadcastGlobalVari
 _PLACEHOLDER = "\0keras3-adapter:"
 
 
-def use(ctx: RuleContext, name: str) -> tuple[str | None, list[Edit]]:
-    """(the name to call, [placeholder edit]) for adapter `name`; the program's own when it
-    already defines it; (None, []) when there is no module-level set-up to put it after."""
+def use(ctx: RuleContext, name: str) -> tuple[str, list[Edit]]:
+    """(the name to call, [placeholder edit]) for adapter `name`; the program's own (no edit)
+    when it already defines it. `merged` replaces the placeholder."""
     if name in _defined(ctx):
         return name, []
-    from .setup_imports import after_setup
-    at = after_setup(ctx)
-    if at is None:
-        return None, []
-    return name, [Edit(at, at, _PLACEHOLDER + name)]
+    return name, [Edit(0, 0, _PLACEHOLDER + name)]
 
 
 def _defined(ctx: RuleContext) -> set:
     return {local for local, full in ctx.facts.locals.items() if APIS.get(local) == full}
 
 
-def merged(ctx: RuleContext, findings: list) -> list:
+def merged(ctx: RuleContext, findings: list, at: int | None, tf: str) -> list:
     """`findings` with every adapter placeholder replaced by the one block of all the adapters
-    the file needs (the engine runs this after the rules). Other lines inserted after the
-    set-up (a broadcast flag) go below the block: each fix that inserts there starts with it."""
+    the file needs, inserted at `at` (right after the set-up; `tf`: the name of the tensorflow
+    module there); the engine runs this after the rules. Other lines inserted at `at` (a
+    broadcast flag) go below the block: each fix that inserts there starts with it. Without a
+    module-level set-up (`at` None) a fix that needs an adapter has nowhere to put it: dropped."""
     fixes = [fix for f in findings for fix in [f.fix, *f.alternatives] if fix is not None]
     wanted = [e for fix in fixes for e in fix.edits if e.new_text.startswith(_PLACEHOLDER)]
     if not wanted:
         return findings
-    at = wanted[0].start
+    if at is None:
+        for f in findings:
+            if f.fix is not None and any(e.new_text.startswith(_PLACEHOLDER) for e in f.fix.edits):
+                f.fix = None
+            f.alternatives = [a for a in f.alternatives if not any(e.new_text.startswith(_PLACEHOLDER) for e in a.edits)]
+        return findings
     names = {e.new_text[len(_PLACEHOLDER):] for e in wanted}
     setup = {id(f.fix) for f in findings if f.code in ("HVD001", "HVD002") and f.fix is not None}
 
@@ -64,19 +67,18 @@ def merged(ctx: RuleContext, findings: list) -> list:
         return id(fix) not in setup and any(e.start == e.end == at and not e.new_text.startswith(_PLACEHOLDER)
                                             for e in fix.edits)
     followed = any(below(fix) for fix in fixes)
-    block = _block(ctx, [n for n in ORDER if n in names], at, followed)
+    block = _block(ctx, [n for n in ORDER if n in names], at, tf, followed)
     for fix in fixes:
         if any(e.new_text.startswith(_PLACEHOLDER) for e in fix.edits) or below(fix):
             fix.edits = [block] + [e for e in fix.edits if not e.new_text.startswith(_PLACEHOLDER)]
     return findings
 
 
-def _block(ctx: RuleContext, names: list[str], at: int, followed: bool) -> Edit:
-    from .setup_imports import tf_name
+def _block(ctx: RuleContext, names: list[str], at: int, tf: str, followed: bool) -> Edit:
     keras = next((local for node in ctx.env.imports if node.parent.parent is ctx.source.module
                   for local, full in import_bindings(node) if full in ("keras", "keras_core")), None)
     unit = ctx.source.indent_unit
-    text = "\n".join("\n\n" + adapter_text(n, keras or "keras", ctx.hvd, tf_name(ctx), unit) for n in names)
+    text = "\n".join("\n\n" + adapter_text(n, keras or "keras", ctx.hvd, tf, unit) for n in names)
     after = ctx.source.text[at:]
     blank = re.match(r"(?:[ \t]*(?:\r\n|\r|\n))*", after).group().count("\n") if after else 2
     # two blank lines below it: before the lines inserted below it, or with the file's own

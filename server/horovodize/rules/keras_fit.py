@@ -268,8 +268,6 @@ def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Findin
     adapter: list[Edit] = []       # the keras3 target: the adapter class's (rules/keras3_adapters.py)
     if ctx.keras_target == "keras3":
         name, adapter = keras3_adapters.use(ctx, "BroadcastGlobalVariablesCallback")
-        if name is None:
-            return
         broadcast = f"{name}(0)"
     # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
@@ -386,7 +384,7 @@ def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
     is no module-level set-up to put it after."""
     if ctx.keras_target == "keras3":
         name, edits = keras3_adapters.use(ctx, "MetricAverageCallback")
-        return (f"{name}()" if name else None), edits
+        return f"{name}()", edits
     if ctx.keras_target != "tf_keras":
         return f"{ctx.hvd}.callbacks.MetricAverageCallback()", []
     at = after_setup(ctx)

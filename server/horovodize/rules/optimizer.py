@@ -40,9 +40,7 @@ def distributed_optimizer(ctx: RuleContext) -> tuple[str, list[Edit]]:
     """(the callee that wraps an optimizer, the edits it needs): ``hvd.DistributedOptimizer``,
     or on the keras3 target the program's own adapter (rules/keras3_adapters.py)."""
     if ctx.keras_target == "keras3":
-        name, edits = keras3_adapters.use(ctx, "DistributedOptimizer")
-        if name is not None:
-            return name, edits
+        return keras3_adapters.use(ctx, "DistributedOptimizer")
     return f"{ctx.hvd}.DistributedOptimizer", []
 
 
