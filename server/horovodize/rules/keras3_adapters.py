@@ -95,12 +95,15 @@ def adapter_text(name: str, keras: str, hvd: str, tf: str, unit: str) -> str:
         return "\n".join([
             "def DistributedOptimizer(optimizer):",
             f'{u1}"""hvd.DistributedOptimizer {MARK}: the same optimizer, averaging the gradients over',
-            f'{u1}the ranks before it applies them (fit and apply_gradients go through apply)."""',
-            f"{u1}class DistributedOptimizer(type(optimizer)):",
-            f"{u2}def apply(self, grads, trainable_variables=None):",
-            f"{u3}grads = [{average} for g in grads]",
-            f"{u3}return super().apply(grads, trainable_variables)",
-            f"{u1}return DistributedOptimizer.from_config(optimizer.get_config())",
+            f"{u1}the ranks before it applies them (fit and apply_gradients go through apply). As Horovod's,",
+            f'{u1}a subclass under the class\'s own name: a saved model loads it as that class."""',
+            f"{u1}cls = type(optimizer)",
+            "",
+            f"{u1}def apply(self, grads, trainable_variables=None):",
+            f"{u2}grads = [{average} for g in grads]",
+            f"{u2}return super(distributed, self).apply(grads, trainable_variables)",
+            f'{u1}distributed = type(cls.__name__, (cls,), {{"apply": apply, "__module__": cls.__module__}})',
+            f"{u1}return distributed.from_config(optimizer.get_config())",
         ])
     if name == "DistributedGradientTape":
         return "\n".join([

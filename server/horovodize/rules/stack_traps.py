@@ -51,7 +51,7 @@ from .base import SEVERITY_RESTRICTION, Finding, Fix, Related, RuleContext
 from .keras_target import BACKEND_ENV, backend_env_edit, legacy_env_edit, rewrite_edits, target_name
 
 RULES = {
-    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras); Keras-3-only API blocks"),
+    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras), or Keras 3 kept on the keras3 target (Keras-3-only API); another backend blocks"),
     "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
     "HVD093": ("tf1-api-on-tf2", "TensorFlow 1 API the pinned TensorFlow 2.15 lacks: no Horovod edit until it is upgraded"),

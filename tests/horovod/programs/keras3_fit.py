@@ -45,5 +45,5 @@ os.makedirs(hvd_report.out_dir("fit-ckpt"), exist_ok=True)
 model.fit(x_train, y_train, batch_size=32, epochs=4, callbacks=callbacks, validation_split=0.25)
 
 hvd_report.report(checksum=hvd_report.checksum(model), lr=hvd_report.learning_rate(model.optimizer),
-                  epochs=recorder.epochs, batch_losses=recorder.batch_losses[:8],
+                  epochs=recorder.epochs, batch_losses=recorder.batch_losses[:8], steps=len(recorder.batch_losses),
                   keras=keras.__name__ + " " + keras.__version__, backend=keras.backend.backend())

@@ -19,12 +19,15 @@ if gpus:
 
 def DistributedOptimizer(optimizer):
     """hvd.DistributedOptimizer for Keras 3: the same optimizer, averaging the gradients over
-    the ranks before it applies them (fit, apply_gradients and apply all go through apply)."""
-    class DistributedOptimizer(type(optimizer)):
-        def apply(self, grads, trainable_variables=None):
-            grads = [None if g is None else hvd.allreduce(g, op=hvd.Average) for g in grads]
-            return super().apply(grads, trainable_variables)
-    return DistributedOptimizer.from_config(optimizer.get_config())
+    the ranks before it applies them (fit and apply_gradients go through apply). As Horovod's,
+    a subclass under the class's own name: a saved model loads it as that class."""
+    cls = type(optimizer)
+
+    def apply(self, grads, trainable_variables=None):
+        grads = [None if g is None else hvd.allreduce(g, op=hvd.Average) for g in grads]
+        return super(distributed, self).apply(grads, trainable_variables)
+    distributed = type(cls.__name__, (cls,), {"apply": apply, "__module__": cls.__module__})
+    return distributed.from_config(optimizer.get_config())
 
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
@@ -93,5 +96,5 @@ if hvd.rank() == 0:     # the checkpoint the converted program wrote loads back 
     loaded = type(keras.models.load_model(os.path.join(hvd_report.out_dir("fit-ckpt"), "model.keras"),
                                           custom_objects={"loss_fn": loss_fn}).optimizer).__name__
 hvd_report.report(checksum=hvd_report.checksum(model), lr=hvd_report.learning_rate(model.optimizer),
-                  epochs=recorder.epochs, batch_losses=recorder.batch_losses[:8], loaded_optimizer=loaded,
+                  epochs=recorder.epochs, batch_losses=recorder.batch_losses[:8], steps=len(recorder.batch_losses), loaded_optimizer=loaded,
                   keras=keras.__name__ + " " + keras.__version__, backend=keras.backend.backend())
