@@ -264,12 +264,15 @@ def _unplaced(ctx: RuleContext, placed: set) -> None:
             continue
         start = ctx.source.span(call.node)[0]
         what = ctx.source.text[start:ctx.source.offset(call.trailer.start_pos)] + "(...)"
+        yourself = ("`hvd.broadcast_variables([v.value for v in model.weights + optimizer.variables], root_rank=0)`"
+                    if ctx.keras_target == "keras3" else
+                    "`hvd.broadcast_variables(model.variables, root_rank=0)` and the optimizer's variables")
         report_note(ctx, 2, call.node,
                     f"{UNBROADCAST}: the tape's averaged gradients reach `{what}`, whose model and optimizer "
                     "variables the conversion cannot broadcast after the first step (the optimizer is not held in a "
                     "name or attribute, or the call is not a statement of its own); hold the optimizer in a name "
                     "and call apply_gradients on its own line, or broadcast them yourself after the first step "
-                    "(`hvd.broadcast_variables(model.variables, root_rank=0)` and the optimizer's variables)")
+                    f"({yourself})")
 
 
 def _one_step(sites: list) -> list[list]:
