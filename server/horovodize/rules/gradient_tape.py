@@ -106,6 +106,12 @@ def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
     with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
     outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
     inner = gradient_inside(tape, with_stmt)
+    if inner is None and ctx.keras_target == "keras3" and _in_library(ctx, with_stmt):
+        # (a module the entry imports cannot see the entry's adapter: its gradients are averaged
+        # where they are taken, with the hvd the project gives that module)
+        inner = _gradient_after(ctx, tape, with_stmt)
+        if inner is None:
+            return None
     if inner is None:
         wrapper = TAPE_ADAPTER if ctx.keras_target == "keras3" else f"{hvd}.DistributedGradientTape"
         return ctx.insert_after_stmt(outer, f"{tape.name} = {wrapper}({tape.name})")
@@ -116,6 +122,25 @@ def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
 
 
 TAPE_ADAPTER = "DistributedGradientTape"
+
+
+def _in_library(ctx: RuleContext, node) -> bool:
+    """`node` is in another module of a linked program (project/link.py), not the entry."""
+    at = ctx.source.offset(node.start_pos)
+    return any(start <= at < end for start, end in ctx.env.library_spans)
+
+
+def _gradient_after(ctx: RuleContext, tape, with_stmt):
+    """The first statement after the with block, in its function, that takes `tape`'s gradients."""
+    scope = N.func_scope_of(with_stmt)
+    for call in ctx.calls("gradient"):
+        if call.receiver_dotted() == tape.name and call.node.start_pos >= with_stmt.end_pos \
+                and N.func_scope_of(call.node) is scope:
+            stmt = N.statement_of(call.node)
+            while stmt.parent is not None and stmt.parent.type == "simple_stmt":
+                stmt = stmt.parent
+            return stmt
+    return None
 
 
 def _adapter(ctx: RuleContext, edit: Edit) -> list[Edit]:
