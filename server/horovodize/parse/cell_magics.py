@@ -19,7 +19,7 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 
 _CALL = re.compile(
     r"^get_ipython\(\)\.run_cell_magic\(\s*(['\"])(?P<magic>\w+)\1\s*,\s*(['\"])[^'\"\\\r\n]*\3\s*,\s*"
-    r"(['\"])(?P<body>[^'\"\\\r\n]+)\4\s*\)[ \t]*$", re.M)
+    r"(['\"])(?P<body>[^'\"\\\r\n]+)\4\s*\)[ \t]*(?=\r?$)", re.M)
 
 
 def unwrap(text: str) -> tuple[str, list[tuple[int, int, int, int]]]:
