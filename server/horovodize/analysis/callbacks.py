@@ -70,7 +70,33 @@ class CallbackFacts:
             return "writing"      # the program's own callback whose methods only write
         if not q and depth < 3 and self._writing_base(call.callee_dotted()):
             return "writing"      # the program's own subclass of TensorBoard, ModelCheckpoint...
+        if depth < 3 and self.returned_callback(call) is not None:
+            return "writing"      # a helper of the program returning one (`create_model_checkpoint(name)`)
         return "other"
+
+    def returned_callback(self, call):
+        """The callback constructor call (``tf.keras.callbacks.ModelCheckpoint(...)``) whose
+        writing callback the program's own function `call` runs returns, through a name bound
+        in it (``create_tensorboard_callback(dir, name)`` returning ``tensorboard_callback``),
+        when every ``return`` of it returns one; else None. (A helper returning a list of
+        callbacks is followed by `callback_list` instead.)"""
+        target = self.env.call_target(call)
+        if target is None or target.type != "funcdef":
+            return None
+        returns = [r for r in N.walk(target) if r.type == "return_stmt"
+                   and N.enclosing(r, {"funcdef", "lambdef"}) is target]
+        made = []
+        for r in returns:
+            value = r.children[1] if len(r.children) > 1 else None
+            inner = N.as_call(value) if value is not None else None
+            if inner is None and value is not None and value.type == "name":
+                values = [v for _s, v, op in self.assignments(value.value, r) if not op and v is not None]
+                inner = N.as_call(values[0]) if len(values) == 1 else None
+            if inner is None or inner.node is not N.unparen(inner.node) or self.env.call_target(inner) is not None \
+                    or self.callback_kind(inner.node, inner.node, 3) != "writing":
+                return None
+            made.append(inner)
+        return made[0] if made else None
 
     def _writing_base(self, name: str | None) -> bool:
         """`name` is a class of the program derived from a Keras callback that writes
