@@ -421,7 +421,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             sliced = slice_arrays(ctx, call) if reads or swept else []
             if sliced:
                 if swept:
-                    why = f"line {swept.node.start_pos[0]}'s LearningRateScheduler sets the rate by the epoch"
+                    why = "its LearningRateScheduler sets the rate by the epoch"
                 else:
                     read, _path, epoch = max(reads, key=lambda r: r[2])
                     why = f"line {read.node.start_pos[0]} reads the file of epoch {epoch}"
