@@ -150,3 +150,21 @@ def test_no_scale_lr_still_averages_an_optimizer_given_by_name():
     assert "epochs=200," in out and "hvd.size()" not in out
     data = report.build(analysis)
     assert point(data, 3)["status"] == "done" and point(data, 4)["status"] == "left as asked"
+
+
+def test_one_batch_through_rebound_names_and_expand_dims():
+    """A notebook's ``x = [...]`` then ``x = np.array(x, dtype=...)``; a course's
+    ``X = tf.constant([...8 values])`` given as ``tf.expand_dims(X, axis=-1)``."""
+    rebound = ONE_BATCH.replace("x = np.array([[[0], [1]]", "x = [[[0], [1]]").replace(
+        "dtype=np.float32)\n", "\nx = np.array(x, dtype=np.float32)\n", 1).replace(", \nx = ", "\nx = ")
+    assert "x = np.array(x, dtype=np.float32)" in rebound
+    assert conversion(rebound).refused
+    regression = ("import tensorflow as tf\nX = tf.constant([-7.0, -4.0, -1.0, 2.0, 5.0, 8.0, 11.0, 14.0])\n"
+                  "y = tf.constant([3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0, 24.0])\n"
+                  "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                  "model.compile(loss='mae', optimizer=tf.keras.optimizers.SGD(), metrics=['mae'])\n"
+                  "model.fit(tf.expand_dims(X, axis=-1), y, epochs=100)\n")
+    analysis = conversion(regression)
+    assert analysis.refused and "hold 8 samples" in analysis.refusal_reasons()[0][2]
+    # axis 0 adds a row dimension: the rows are no longer the literal's
+    assert not conversion(regression.replace("axis=-1", "axis=0")).refused

@@ -105,6 +105,10 @@ def test_to_script_comments_magics_and_gives_the_launch_command(tmp_path):
     assert text.startswith("# %matplotlib inline\nimport os\n")
     assert "# !echo data ready\n" in text and "# model.summary?\n" in text
     compile(text, str(script), "exec")
+    # a shell line the script no longer runs is named (data it fetched would be missing); a
+    # display magic or a help line is not
+    assert b"`!echo data ready` is commented out in the script (IPython)" in proc.stderr
+    assert b"%matplotlib" not in proc.stderr and b"summary?`" not in proc.stderr
     assert f"horovodrun -np N -H host1:4,host2:4 python {script}".encode() in proc.stderr
     plain = run("convert", str(TAPE))
     assert b"--to-script train.py" in plain.stderr        # the notebook's report says how to run it

@@ -470,7 +470,7 @@ def convert_notebook(path: Path, args, single: bool) -> tuple[int, int]:
         if refused:
             print(f"{path}: refused; {script} not written", file=sys.stderr)
         else:
-            _write_out(Path(script), nb.script(new_cells))
+            _write_out(Path(script), nb.script(new_cells, lambda m: print(f"{path}:{m}", file=sys.stderr)))
     elif args.output:
         _write_out(Path(args.output), after)
     else:

@@ -28,6 +28,8 @@ from ..parse.cell_magics import PYTHON_CELL_MAGICS   # (their body is Python: on
 from ..parse.source import Edit, ParseError, Source, apply_edits, line_table
 
 _WS = re.compile(r"[ \t\n\r]*")
+# IPython lines that act outside the program: shell commands, package installs, written files.
+_ACTS = re.compile(r"[ \t]*(?:!|%(?:pip|conda|sh|run|system)\b|%%(?:bash|sh|script|writefile)\b)")
 _DECODER = json.JSONDecoder()
 _HELP = re.compile(r"[ \t]*(?:\?\??[\w.]+|[\w.]+\?\??)[ \t]*$")
 _ASSIGN_MAGIC = re.compile(r"[ \t]*[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]*=[ \t]*[%!]")
@@ -196,14 +198,21 @@ class Notebook:
             return "[]"
         return "[" + lead + sep.join(encoded) + close + "]"
 
-    def script(self, new_cells: dict[int, str]) -> str:
-        """The converted program as a script: cells in order, magics commented out."""
+    def script(self, new_cells: dict[int, str], warn=None) -> str:
+        """The converted program as a script: cells in order, magics commented out. `warn` is
+        told of each commented-out line that acts outside Python (`!wget ...`, `%pip`,
+        `%%writefile`): the script no longer does it (fetched data, installed packages)."""
         parts, futures = [], {}
         for cell in self.cells:
             text = dedent(new_cells.get(cell.index, cell.text))[0]
             if cell is not self.cells[0]:     # a later cell's __future__ import goes to the top
                 futures.update((line.rstrip(), None) for line in text.splitlines() if FUTURE.match(line))
-            text = mask(text, script=True, future=cell is not self.cells[0])[0]
+            masked, spans = mask(text, script=True, future=cell is not self.cells[0])
+            for start, end in spans if warn else ():
+                if _ACTS.match(text[start:end]):
+                    warn(f"cell {cell.index + 1}:{text.count(chr(10), 0, start) + 1}: `{text[start:end].strip()}` is "
+                         "commented out in the script (IPython): do it before running the script")
+            text = masked
             parts.append(text if text.endswith(("\n", "\r")) or not text else text + "\n")
         return "".join(line + "\n" for line in futures) + "".join(parts)
 

@@ -34,21 +34,28 @@ def one_batch(ctx: RuleContext, call: N.Call) -> str | None:
             "step on all of them, and no rank's share or shuffle can differ from another's")
 
 
-def _rows(ctx: RuleContext, value) -> int | None:
-    """Rows of a list literal, or of ``np.array([...])`` of one, directly or through a name bound
-    once at module level."""
+def _rows(ctx: RuleContext, value, at=None, depth: int = 0) -> int | None:
+    """Rows of a list literal, or of ``np.array([...])`` / ``tf.constant`` / ``tf.expand_dims(x, -1)``
+    of one, directly or through the module-level assignments of a name before `at` (``x = [...]``
+    then ``x = np.array(x, dtype=...)``)."""
+    if depth > 8:
+        return None
     if value.type == "name":
-        found = [b for b in ctx.env.bindings if b.name == value.value and b.scope is ctx.source.module]
-        if len(found) != 1 or found[0].value is None:
+        at = at if at is not None else value
+        found = [b for b in ctx.env.bindings if b.name == value.value and b.scope is ctx.source.module
+                 and b.stmt.start_pos < at.start_pos]
+        if not found or found[-1].value is None or N.func_scope_of(at) is not ctx.source.module:
             return None
-        value = found[0].value
+        last = found[-1]
+        return _rows(ctx, last.value, last.stmt, depth + 1)
     call = N.as_call(value)
     if call is not None:
-        q = ctx.facts.effects.qualname(call) or call.callee_dotted()
+        q = ctx.facts.effects.qualname(call) or call.callee_dotted() or ""
         first = call.positional(0)
-        if q not in _ARRAY_MAKERS or first is None:
+        axis = call.keyword("axis") or call.positional(1)
+        if first is None or not (q in _ARRAY_MAKERS or q.endswith("expand_dims") and axis is not None and _not_first(axis.value)):
             return None
-        value = first.value
+        return _rows(ctx, first.value, at or value, depth + 1)
     if value.type != "atom" or value.children[0].value != "[":
         return None
     inner = value.children[1] if len(value.children) == 3 else None
@@ -59,3 +66,9 @@ def _rows(ctx: RuleContext, value) -> int | None:
     if any(c.type in ("comp_for", "sync_comp_for", "star_expr") for c in inner.children):
         return None        # a comprehension or an unpacking: its length is not written down
     return sum(1 for c in inner.children if c.type != "operator" or c.value != ",")
+
+
+def _not_first(axis) -> bool:
+    """An ``axis`` that is not 0: -1 or a positive literal (the rows stay the rows)."""
+    text = axis.get_code(include_prefix=False).replace(" ", "")
+    return text.lstrip("-").isdigit() and text not in ("0", "-0")

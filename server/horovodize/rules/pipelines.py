@@ -95,7 +95,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
         if pair is not None:           # ``train, val = image_dataset_from_directory(..., subset="both")``
             out.source = pair
             return out
-        inner = _unpacked_return(ctx, root.value, at or node, depth)
+        inner = _unpacked_return(ctx, root.value, at or node, depth) or _parameter(ctx, root.value, at or node, depth)
         if inner is not None:          # ``train, n = make_datasets()``: that element of its return
             inner.calls = out.calls + inner.calls
             return inner
@@ -143,6 +143,35 @@ def _reassigned(ctx: RuleContext, name: str, at) -> bool:
     fn = N.func_scope_of(at)
     return fn is not None and any(b.stmt.start_pos < at.start_pos and b.stmt is not N.statement_of(at)
                                   for b in ctx.env.bindings_of(name, fn))
+
+
+def _parameter(ctx: RuleContext, name: str, at, depth: int) -> Pipeline | None:
+    """A parameter of the function around `at` (``def get_models(train_data=train_dataset)``):
+    the pipeline that its default and every call of the function give it, when they all give
+    the same one (the mrdbourke ensemble's fit of a sharded dataset took it for arrays and
+    divided the epochs as well)."""
+    fn = N.func_scope_of(at)
+    if fn is None or fn.type != "funcdef" or name not in ctx.env.param_names(fn) or _reassigned(ctx, name, at):
+        return None
+    try:
+        param = next(p for p in fn.get_params() if p.name.value == name)
+    except (StopIteration, Exception):  # noqa: BLE001 - an error-recovered signature
+        return None
+    values = []
+    for call in ctx.env.callers(fn) or [None]:
+        passed = _passed(ctx.env, fn, call) if call is not None else {}
+        if call is not None and call.has_star():
+            return None
+        if name in passed:
+            values.append(passed[name])
+        elif param.default is not None and not param.star_count:
+            values.append((param.default, fn))        # (the default's names, as bound where the function is made)
+        else:
+            return None
+    pipes = [pipeline(ctx, value, where, depth + 1) for value, where in values]
+    if not pipes or any(p is None or p.source is None for p in pipes) or len({id(p.source.node) for p in pipes}) > 1:
+        return None
+    return pipes[0]
 
 
 def _passed(env, fn, call: N.Call) -> dict:

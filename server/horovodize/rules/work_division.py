@@ -616,7 +616,7 @@ def _shard(ctx: RuleContext, pipe: Pipeline, seen: set, use: Use) -> Iterator[Fi
                 note(ctx, src.node, "done, but a dataset zipped here is shuffled without a seed before it is "
                      "divided: each rank takes its share of its own order; give that shuffle the same seed "
                      "on every rank for disjoint shares")
-            else:
+            elif seeds:
                 edits = seeds + edits
                 why = SEEDED.replace("the shuffle gets `seed=", "each shuffle gets a seed from `")
     if q in KERAS_DATASETS and _unseeded_shuffle(pipe.source, q):
