@@ -348,3 +348,20 @@ def test_training_no_loop_kind_covers_is_refused_not_nothing_to_change(tmp_path,
     assert proc.returncode == 3, proc.stderr
     assert "NOT CONVERTED" in proc.stderr and "HVD-T2" in proc.stderr
     assert "no training loop found" not in proc.stderr and "nothing to change" not in proc.stderr
+
+
+def test_convert_keras_target_keras3(tmp_path):
+    """`--keras-target keras3` keeps `import keras` and writes the Keras 3 adapters; a program
+    using Keras-3-only API gets that target without the option (the report says why)."""
+    plain = ROOT / "tests" / "fixtures" / "HVD090" / "keras3_target_keras2_api.py"
+    proc = run("convert", "--keras-target", "keras3", str(plain))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == convert_text(plain.read_text(), "keras3")
+    assert "import keras\n" in proc.stdout and "def DistributedOptimizer(optimizer):" in proc.stdout
+    ops = ROOT / "tests" / "fixtures" / "HVD090" / "keras3_ops_import_unused.py"
+    proc = run("convert", str(ops))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (ROOT / "tests" / "fixtures" / "HVD090" / "keras3_ops_import_unused.expected.py").read_text()
+    assert "the keras3 target (Keras 3 on its TensorFlow backend, chosen for `keras.ops` (line 2)" in proc.stderr
+    proc = run("convert", "--keras-target", "keras2", str(ops))
+    assert proc.returncode == 2 and "keras3" in proc.stderr

@@ -154,6 +154,56 @@ Available Tensor Operations:
 """
 
 
+CHECK_BUILD_TF_GLOO = """\
+Horovod v0.28.1:
+
+Available Frameworks:
+    [X] TensorFlow
+    [ ] PyTorch
+    [ ] MXNet
+
+Available Controllers:
+    [ ] MPI
+    [X] Gloo
+
+Available Tensor Operations:
+    [ ] NCCL
+    [ ] DDL
+    [ ] CCL
+    [ ] MPI
+    [X] Gloo
+"""
+
+
+def _tfnew_report(keras_target, **kw):
+    """TF 2.21.0 + Keras 3.15.1, no tf_keras, Horovod built with TensorFlow and Gloo (docs/stacks.md)."""
+    fields = dict(python="/env/bin/python", python_version="3.11.7", tensorflow="2.21.0",
+                  tensorflow_dist="tensorflow-cpu", keras="3.15.1", horovod="0.28.1",
+                  build=doctor.parse_check_build(CHECK_BUILD_TF_GLOO), keras_target=keras_target)
+    fields.update(kw)
+    report = doctor.Report(**fields)
+    report.findings = list(doctor.diagnose(report))
+    return report
+
+
+def test_newest_stack_runs_the_keras3_target_only():
+    """TF 2.21 + Keras 3 without tf_keras: not ready for a Keras 2 conversion (the error names the
+    keras3 target as the other way), ready for a keras3 one (docs/keras3.md)."""
+    report = _tfnew_report("tf.keras")
+    assert not report.ready and report.summary().startswith("not ready: TensorFlow 2.21.0 needs tf_keras")
+    [error] = [f for f in report.findings if f.severity == "error"]
+    assert any("--keras-target keras3" in line for line in error.fix)
+    report = _tfnew_report("keras3")
+    assert report.ready and not [f for f in report.findings if f.severity in ("error", "warning")]
+    assert "Keras 3.15.1: the keras3 target runs here" in [f.title for f in report.findings]
+    # Keras 2 there, or TF_USE_LEGACY_KERAS=1 (tf.keras would be Keras 2 under a Keras 3 program)
+    report = _tfnew_report("keras3", keras="2.15.0")
+    assert [f.title for f in report.findings if f.severity == "error"] == ["the keras3 target needs Keras 3"]
+    report = _tfnew_report("keras3", tf_use_legacy_keras="1")
+    assert report.ready and [f.title for f in report.findings if f.severity == "warning"] == [
+        "TF_USE_LEGACY_KERAS=1 is set"]
+
+
 def test_build_without_tensorflow():
     build = doctor.parse_check_build(CHECK_BUILD_NO_TF)
     assert build.version == "0.28.1"

@@ -135,6 +135,11 @@ def test_keras_flavour_for_fit_programs_only(program):
         return
     out = convert_text(program)
     flavour = re.search(r"^import (horovod\.tensorflow(?:\.keras)?) as hvd\r?$", out, re.M).group(1)
+    if analysis.keras_target == "keras3":     # Keras 3: Horovod's TensorFlow ops only (docs/keras3.md)
+        assert flavour == "horovod.tensorflow" and "horovod.tensorflow.keras" not in out
+        # (the adapters' docstrings name the API they stand for; nothing calls Horovod's Keras layer)
+        assert not re.search(r"\bhvd\.(callbacks\.\w+|DistributedOptimizer|DistributedGradientTape)\(", out)
+        return
     if analysis.summary.kinds in ({"Keras fit"}, {"Keras fit", "GradientTape"}):
         assert flavour == "horovod.tensorflow.keras"      # (with horovod.tensorflow beside it for a tape)
     else:

@@ -29,7 +29,7 @@ from horovodize.project.link import link
 PROJECTS = Path(__file__).resolve().parent / "projects"
 EXE = Path(sys.executable).parent / "horovodize"
 SHAPES = ["factories", "package", "library_class", "estimator", "two_entries", "dynamic", "fetch", "notebook",
-          "imported_script", "shared_helper", "src_layout", "checkpoint_trainer"]
+          "imported_script", "shared_helper", "src_layout", "checkpoint_trainer", "keras3_library_step"]
 
 
 def run(*args, cwd=None):

@@ -24,6 +24,7 @@ from .engine import Analysis, analyze, conversion
 from .errors import UserError
 from .parse import py2
 from .parse.source import ParseError, Source
+from .rules.keras_target import DEFAULT_TARGET, TARGETS
 
 
 def read_bytes(path: Path) -> bytes:
@@ -691,9 +692,9 @@ def cmd_verify(args) -> int:
 
 
 def _keras_target_argument(p) -> None:
-    p.add_argument("--keras-target", choices=("tf.keras", "tf_keras"), default="tf.keras",
-                   help="the Keras 2 that `import keras` / `keras_core` become: tf.keras (TensorFlow <= 2.15, "
-                        "Horovod 0.28's pinned stack; the default) or tf_keras (TensorFlow >= 2.16)")
+    p.add_argument("--keras-target", choices=TARGETS, default=DEFAULT_TARGET,
+                   help="the Keras `import keras` runs on: Keras 2 as tf.keras (TF <= 2.15; default) or tf_keras (TF "
+                        ">= 2.16), or keras3 (TensorFlow backend; chosen for Keras-3-only API such as keras.ops)")
 
 
 def _scale_lr_argument(p) -> None:

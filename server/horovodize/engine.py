@@ -17,12 +17,12 @@ from . import codes
 from .analysis import restrictions
 from .analysis.env import Env, build_env
 from .analysis.hvd_facts import HvdFacts
-from .analysis.keras3 import keras3_problems
+from .analysis.keras3 import keras3_problems, keras3_target_reason
 from .analysis.loop import LOOP_CODES, Summary, summarize
 from .parse import cell_magics
 from .parse.imports import import_bindings
 from .parse.source import Edit, ParseError, Source, TooDeep, apply_edits
-from .rules import setup_imports, stack_traps
+from .rules import keras3_adapters, setup_imports, stack_traps
 from .rules.base import (
     SEVERITY_LOOP,
     SEVERITY_RESTRICTION,
@@ -86,6 +86,10 @@ class Analysis:
     # The text as written when the analysis read code run from strings as code
     # (parse/cell_magics.py: `conversion` unwraps nbconvert's run_cell_magic calls): edits apply to it.
     original: str | None = None
+    # the Keras target the rules ran for (rules/keras_target.py) and, when the analysis chose
+    # ``keras3`` over the one asked for, the Keras-3-only use that made it (`keras3_target_reason`)
+    keras_target: str = "tf.keras"
+    keras_target_reason: str | None = None
 
     @property
     def refused(self) -> bool:
@@ -307,7 +311,9 @@ def analyze(text: str, select: set[str] | None = None, module=None, memo=None, s
     when it answers true the analysis raises `Cancelled` instead of finishing.
     `line_starts`: the offsets at which the lines of `text` start, when the caller has them.
     `keras_target`: the Keras 2 that Keras 3 imports become, ``tf.keras`` (TF <= 2.15, the
-    pinned stack) or ``tf_keras`` (TF >= 2.16); see rules/keras_target.py.
+    pinned stack) or ``tf_keras`` (TF >= 2.16), or ``keras3`` (Keras 3 itself, TensorFlow
+    backend, through Horovod's TensorFlow ops), which a program using Keras-3-only API gets
+    whatever was asked (`Analysis.keras_target`); see rules/keras_target.py.
     `library_spans`: (start, end) offsets of the text that are other modules of the program
     (a linked project, project/link.py): their imports are in their own module's order, not
     below the entry's code (R1 does not apply to them).
@@ -347,9 +353,15 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
     summary = analysis.summary = summarize(env)
     _check(stop)
     problems = restrictions.check(env, summary)
-    problems += keras3_problems(env)     # Keras-3-only API: no stack runs it under Horovod (point 11)
+    # Keras-3-only API runs on the keras3 target only (point 11), whichever target was asked for
+    reason = keras3_target_reason(env, keras_target)
+    if reason is not None:
+        keras_target = "keras3"
+    analysis.keras_target, analysis.keras_target_reason = keras_target, reason
+    problems += keras3_problems(env, keras_target)     # what the target cannot run blocks the whole program
     facts = analysis.facts = HvdFacts(env)
     ctx = RuleContext(source, env, summary, restrictions.Blocker(problems), facts, keras_target)
+    ctx.keras_target_reason = reason
     findings: list[Finding] = []
     ctx.earlier = findings      # what the rule modules before a module found (rules/schedules.py reads it)
     for module in RULE_MODULES:
@@ -361,6 +373,8 @@ def _run(analysis: Analysis, memo=None, stop=None, keras_target: str = "tf.keras
             analysis.internal_errors.append(f"rule module {module.__name__} failed\n{traceback.format_exc()}")
     analysis.notes = list(ctx.__dict__.get("notes", ()))
     findings = setup_imports.placed(ctx, findings)      # a late TensorFlow import (HVD-R1)
+    # the keras3 target's adapters: one block after the set-up
+    findings = keras3_adapters.merged(ctx, findings, setup_imports.after_setup(ctx), setup_imports.tf_name(ctx))
     analysis.setup = next((f for f in findings if f.code in ("HVD001", "HVD002")), None)
     if analysis.setup is None and not facts.uses_horovod:
         findings = []  # without the set-up no edit can run (a restriction says why)

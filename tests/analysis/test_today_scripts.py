@@ -180,22 +180,30 @@ def test_keras3_sequential_fit_is_converted_on_tf_keras(check):
     assert "BroadcastGlobalVariablesCallback(0)" in out
 
 
-def test_keras_core_functional_with_keras_ops_is_refused(check):
+def test_keras_core_functional_with_keras_ops_gets_the_keras3_target(check):
+    """Keras-3-only API (`ops.relu`) is no longer refused: the program stays Keras 3, on its
+    TensorFlow backend, with the keras3 target's adapters (docs/keras3.md)."""
     r = check(KERAS_CORE_FUNCTIONAL)
     assert "HVD101" in r.codes() and "HVD-T1" not in r.codes()
     f = r.all("HVD090")[0]
-    assert "`keras_core` is Keras 3 on every TensorFlow" in f.message and len(r.all("HVD090")) == 2
-    assert "`keras.ops` exists only in Keras 3" in f.message and "`tf.*` ops" in f.message
-    assert r.related(f)[0][0] == "ops"
-    assert r.analysis.refused and converted(r) == KERAS_CORE_FUNCTIONAL
+    assert len(r.all("HVD090")) == 2 and "`keras_core` is Keras 3: the keras3 target" in f.message
+    assert "chosen for `keras.ops` (line 2)" in f.message
+    assert not r.analysis.refused and r.analysis.keras_target == "keras3"
+    out = converted(r)
+    assert "import keras_core as keras\nfrom keras_core import layers, ops\n" in out
+    assert "optimizer=DistributedOptimizer(keras.optimizers.Adam(learning_rate=0.001 * hvd.size()))" in out
+    assert "jit_compile=False" in out and "class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):" in out
 
 
 def test_keras3_custom_train_step_is_a_fit_loop(check):
     r = check(KERAS3_CUSTOM_TRAIN_STEP)
     assert "HVD-T3" not in r.codes() and "HVD100" not in r.codes()
     assert r.summary.label == "Keras fit"
-    assert "`self.optimizer.apply(grads, vars)` is Keras 3 only" in r.one("HVD090").message
-    assert r.analysis.refused and converted(r) == KERAS3_CUSTOM_TRAIN_STEP
+    # Keras 3's optimizer.apply: the keras3 target, the train_step's tape averaged by the adapter
+    assert "chosen for `self.optimizer.apply` (line 12)" in r.one("HVD090").message and not r.analysis.refused
+    out = converted(r)
+    assert "import keras\n" in out and "        tape = DistributedGradientTape(tape)\n" in out
+    assert "keras.optimizers.SGD(0.01 * hvd.size()), loss=\"mse\", jit_compile=False)" in out
     r = check(KERAS3_CUSTOM_TRAIN_STEP.replace("self.optimizer.apply(gradients, self.trainable_variables)",
                                                "self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))"))
     out = converted(r)
@@ -289,15 +297,16 @@ def test_convert_report_repeats_the_trap_warnings(tmp_path, capsys):
     from horovodize import cli
 
     keras3, strategy = tmp_path / "keras3.py", tmp_path / "strategy.py"
-    keras3.write_text(KERAS_CORE_FUNCTIONAL)
+    jax = KERAS_CORE_FUNCTIONAL.replace("\ninputs = ", '\nkeras.config.set_backend("jax")\ninputs = ', 1)
+    keras3.write_text(jax)
     strategy.write_text(STRATEGY)
-    assert cli.main(["convert", "-o", str(tmp_path / "out.py"), str(keras3)]) == 3     # keras.ops: refused
+    assert cli.main(["convert", "-o", str(tmp_path / "out.py"), str(keras3)]) == 3     # the JAX backend: refused
     err = capsys.readouterr().err
     assert f"{keras3}:1:1: warning: HVD090 `keras_core` is Keras 3" in err
     assert "(also line 2)" in err and f"{keras3}:2:1: warning: HVD090 `keras_core`" not in err    # (one line)
     assert "  NOT CONVERTED: a restriction blocks the training loop; the file is left unchanged:" in err
-    assert "    line 2: HVD090 `keras.ops` exists only in Keras 3" in err      # (the refusal says it once)
-    assert (tmp_path / "out.py").read_text() == KERAS_CORE_FUNCTIONAL
+    assert "    line 4: HVD090 KERAS_BACKEND=jax: Horovod's TensorFlow ops need" in err   # (the refusal says it once)
+    assert (tmp_path / "out.py").read_text() == jax
     cli.main(["convert", "--diff", str(strategy)])      # (a refused conversion may exit non-zero)
     out = capsys.readouterr()
     assert "warning: HVD092" in out.err and "+++" not in out.out     # no diff: nothing edited

@@ -166,6 +166,25 @@ async def test_keras3_import_quick_fix_follows_the_keras_target_option(client, l
     assert line in applied(client, uri, actions[0]).splitlines()
 
 
+@pytest.mark.parametrize("client", [{"options": {"kerasTarget": "keras3"}}], indirect=True)
+async def test_keras3_target_option_keeps_keras3_and_sets_the_backend(client):
+    """kerasTarget "keras3": the HVD090 quick fix sets KERAS_BACKEND=tensorflow above the
+    import (which stays), and the whole-file fix writes the Keras 3 adapters (docs/keras3.md)."""
+    uri = open_doc(client, "keras_core.py", KERAS_CORE)
+    found = await diagnostics_for(client, uri)
+    trap = by_code(found, "HVD090")
+    assert "the keras3 target" in trap.message
+    actions = await actions_for(client, uri, [trap], only=[types.CodeActionKind.QuickFix])
+    assert len(actions) == 1 and "KERAS_BACKEND" in actions[0].title
+    text = applied(client, uri, actions[0])
+    assert text.startswith('import os\nos.environ["KERAS_BACKEND"] = "tensorflow"') and "import keras_core as keras\n" in text
+    loop = by_code(found, "HVD101")
+    [fix_all] = [a for a in await actions_for(client, uri, [loop]) if a.kind == "source.fixAll.horovodize"]
+    out = applied(client, uri, await client.code_action_resolve_async(fix_all))
+    assert "def DistributedOptimizer(optimizer):" in out and "jit_compile=False" in out
+    assert "horovod.tensorflow.keras" not in out
+
+
 FIXED_POINT = """\
 import tensorflow as tf
 

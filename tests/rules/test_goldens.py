@@ -3,7 +3,9 @@
 
 Cases named ``negative_*`` are already distributed (or outside the rule): the conversion
 leaves them byte-identical and the rule reports nothing. Cases named ``tf_keras_*`` are
-converted for the tf_keras Keras target (``--keras-target tf_keras``, TensorFlow >= 2.16). Every other case must exercise
+converted for the tf_keras Keras target (``--keras-target tf_keras``, TensorFlow >= 2.16), cases
+named ``keras3_*`` for the keras3 target (``--keras-target keras3``: Keras 3 itself, TensorFlow
+backend, rules/keras3_adapters.py). Every other case must exercise
 the rule of its directory; a restriction's directory (``HVD-R5/``) holds programs it still
 refuses, whose expected file is the input unchanged. ``pytest --update-goldens`` rewrites the expected files.
 """
@@ -34,6 +36,8 @@ def read(path: Path) -> str:
 
 def target(case: Path) -> str:
     """The Keras target a case is converted for (rules/keras_target.py)."""
+    if case.stem.startswith("keras3_"):
+        return "keras3"
     return "tf_keras" if case.stem.startswith("tf_keras_") else "tf.keras"
 
 

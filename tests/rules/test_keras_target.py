@@ -15,17 +15,20 @@ from horovodize.engine import analyze, conversion, convert_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
+# What no stack runs under Horovod: refused on the keras3 target too (the Keras-3-only API
+# beside it no longer blocks: the keras3 target runs it, tests below).
 BLOCKED = {
-    "blocked_keras_random": (4, "`keras.random` exists only in Keras 3", "`tf.random.*`"),
-    "blocked_keras_config_backend": (4, "`keras.config` exists only in Keras 3", "remove it"),
+    "blocked_keras_config_backend": (4, "KERAS_BACKEND=jax", "remove the setting"),
     "blocked_keras_backend_env_jax": (3, "KERAS_BACKEND=jax", "remove the setting"),
-    "blocked_pydataset": (5, "`keras.utils.PyDataset` exists only in Keras 3", "`keras.utils.Sequence`"),
-    "blocked_optimizer_apply": (13, "`optimizer.apply(grads, vars)` is Keras 3 only",
-                                "`optimizer.apply_gradients(zip(grads, vars))`"),
-    "blocked_stateless_call": (14, "`stateless_call` is Keras 3 only", "`tf.GradientTape`"),
-    "blocked_from_keras_import_ops_unused": (2, "`keras.ops` exists only in Keras 3", "`tf.*` ops"),
-    "keras3_ops_subclassed": (13, "`keras.ops` exists only in Keras 3", "`tf.*` ops"),
+    "blocked_stateless_call": (14, "`stateless_call` is Keras 3's functional (JAX-style) training",
+                               "`tf.GradientTape`"),
     "blocked_torch_dataloader": (7, "a torch `DataLoader` fed to Keras is Keras 3 only", "`tf.data.Dataset`"),
+}
+# Keras-3-only API: converted for the keras3 target, whichever target was asked for.
+KERAS3_CHOSEN = {
+    "keras3_ops_import_unused": "`keras.ops` (line 2)",
+    "keras3_random_fit": "`keras.random` (line 4)",
+    "keras3_pydataset": "`keras.utils.PyDataset` (line 5)",
 }
 
 
@@ -44,6 +47,63 @@ def test_keras3_only_api_refuses_the_whole_conversion_with_what_to_change(case):
     imports = [n for n, l in enumerate(text.splitlines(), 1) if l.startswith(("import keras", "from keras"))]
     assert [analysis.source.position(f.start)[0] + 1 for f in warnings] == imports
     assert all(f.fix is None and "not converted" in f.message and what in f.message for f in warnings)
+
+
+@pytest.mark.parametrize("asked", ["tf.keras", "tf_keras", "keras3"])
+@pytest.mark.parametrize("case", sorted(KERAS3_CHOSEN))
+def test_keras3_only_api_gets_the_keras3_target(case, asked):
+    text = (FIXTURES / "HVD090" / f"{case}.py").read_text()
+    analysis = conversion(text, asked)
+    assert analysis.keras_target == "keras3" and not analysis.refused
+    assert analysis.keras_target_reason == (None if asked == "keras3" else KERAS3_CHOSEN[case])
+    out = analysis.converted()
+    assert out == (FIXTURES / "HVD090" / f"{case}.expected.py").read_text()
+    # the imports stay Keras 3; the backend is TensorFlow's; Horovod's Keras layer is not used
+    assert "import keras\n" in out and 'os.environ["KERAS_BACKEND"] = "tensorflow"' in out
+    assert "import horovod.tensorflow as hvd\n" in out and "horovod.tensorflow.keras" not in out
+    assert "DistributedOptimizer(keras.optimizers.Adam(" in out and "jit_compile=False" in out
+    assert "callbacks=[BroadcastGlobalVariablesCallback(0), MetricAverageCallback()]" in out
+    warnings = [f for f in analysis.findings if f.code == "HVD090"]
+    assert warnings and all("the keras3 target" in f.message for f in warnings)
+    if asked != "keras3":
+        assert all(KERAS3_CHOSEN[case] in f.message for f in warnings)
+
+
+def test_keras_distribution_is_refused_on_the_keras3_target():
+    text = (FIXTURES / "HVD090" / "blocked_keras_distribution.py").read_text()
+    analysis = conversion(text)
+    assert analysis.refused and analysis.converted() == text and analysis.keras_target == "keras3"
+    assert any(code == "HVD090" and "`keras.distribution` is Keras 3's own" in message
+               for code, _at, message in analysis.refusal_reasons())
+
+
+def test_a_read_of_keras_backend_is_not_a_setting():
+    """The issue's notebook helper reads KERAS_BACKEND (a tuple assignment): no refusal."""
+    text = (
+        "import os\nimport keras\nfrom keras import ops\nimport numpy as np\n\n\n"
+        "def check(line):\n"
+        '    current, required = os.environ.get("KERAS_BACKEND", ""), line.split()[-1]\n'
+        "    return current == required\n\n\n"
+        "model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])\n"
+        'model.compile(optimizer="adam", loss=lambda y, p: ops.mean(ops.square(y - p)))\n'
+        "model.fit(np.ones((64, 4)), np.ones((64, 1)), epochs=2)\n")
+    analysis = conversion(text)
+    assert not analysis.refused and analysis.keras_target == "keras3"
+    out = analysis.converted()
+    assert out.startswith('import os\nos.environ["KERAS_BACKEND"] = "tensorflow"') and out.count("import os") == 1
+    assert convert_text(out) == out
+
+
+def test_keras3_target_on_keras2_api_keeps_keras3():
+    """Asked for, the keras3 target converts a program that a Keras 2 target could also run,
+    without rewriting its imports."""
+    text = (FIXTURES / "HVD090" / "keras3_target_keras2_api.py").read_text()
+    assert conversion(text).keras_target == "tf.keras"
+    analysis = conversion(text, "keras3")
+    assert analysis.keras_target == "keras3" and analysis.keras_target_reason is None
+    out = analysis.converted()
+    assert "import keras\nfrom keras import layers\n" in out and "tensorflow.keras" not in out
+    assert convert_text(out, "keras3") == out
 
 
 def test_each_import_line_gets_hvd090_with_its_rewrite():

@@ -46,18 +46,19 @@ def is_training_tape(env: Env, tape) -> bool:
     return memo[key]
 
 
-def optimizer_steps(env: Env, tape) -> list:
-    """The ``apply_gradients`` calls the gradients of `tape` reach (every path followed, not
-    only the first that trains), in source order."""
+def optimizer_steps(env: Env, tape, methods: tuple = ("apply_gradients",)) -> list:
+    """The ``apply_gradients`` calls (or those of other `methods`: Keras 3's ``apply``) the
+    gradients of `tape` reach (every path followed, not only the first that trains), in
+    source order."""
     memo = env.__dict__.setdefault("_optimizer_steps", {})
-    key = id(tape)
+    key = (id(tape), methods)
     if key not in memo:
         flow = _Flow(env, collect=True)
         try:
             flow.tape(tape)
         except (AttributeError, IndexError, ValueError, RecursionError):
             pass          # an error-recovered tree: what was found so far
-        found = {id(c.node): c for c in flow.sinks if c.method == "apply_gradients"}
+        found = {id(c.node): c for c in flow.sinks if c.method in methods}
         memo[key] = sorted(found.values(), key=lambda c: c.node.start_pos)
     return memo[key]
 

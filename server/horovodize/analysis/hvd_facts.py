@@ -18,6 +18,7 @@ from ..parse.scopes import is_main_guard
 from .callbacks import CallbackEntry, CallbackFacts, CallbackList, _in_loop
 from .effects import Effects
 from .env import Env
+from .keras3 import ADAPTER_APIS as APIS, ADAPTER_MARK as MARK
 
 # Importable Horovod modules a program may use as "hvd" (edits are written against one).
 HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
@@ -59,6 +60,7 @@ class HvdFacts(CallbackFacts):
         self.module_name: str | None = None     # the program's Horovod module as written ("hvd")
         self.module: str | None = None          # its full name ("horovod.tensorflow.keras")
         self._collect_imports()
+        self._collect_adapters()
         self.api_calls: dict[str, list[N.Call]] = {}
         self._api_of: dict[int, str] = {}
         if self.locals:
@@ -108,6 +110,24 @@ class HvdFacts(CallbackFacts):
                         self._module_candidate(local, full, node)
             if found:
                 self.imports.append(node)
+
+    def _collect_adapters(self) -> None:
+        """The keras3 target's adapters (rules/keras3_adapters.py) in a program that imports
+        Horovod: a module-level ``def DistributedOptimizer`` / ``class
+        BroadcastGlobalVariablesCallback`` ... whose docstring starts ``hvd.<API> for Keras 3``
+        is that Horovod API here, as a from-import of it would be."""
+        if not self.locals:
+            return
+        for node in self.env.source.module.children:
+            defn = node.children[-1] if node.type == "decorated" else node
+            if defn.type not in ("funcdef", "classdef") or defn.name.value not in APIS:
+                continue
+            body = defn.children[-1]
+            first = body.children[1] if body.type == "suite" and len(body.children) > 1 else None
+            doc = first.children[0] if first is not None and first.type == "simple_stmt" else None
+            if doc is not None and doc.type == "string" and doc.value.lstrip("rRbBuU").strip("'\"").startswith("hvd.") \
+                    and MARK in doc.value.split("\n", 1)[0]:
+                self.locals.setdefault(defn.name.value, APIS[defn.name.value])
 
     def _module_candidate(self, local: str, full: str, node) -> None:
         if full not in HVD_MODULES:

@@ -8,12 +8,15 @@ Keras 3 (Horovod issue 4290). Standalone ``keras`` is Keras 3 from TensorFlow 2.
 
 A program that imports standalone ``keras`` or ``keras_core`` and uses only the Keras 2
 API runs under Horovod once its imports name the Keras 2 of the stack (contract point 11,
-rewritten by rules/keras_target.py); one that uses Keras-3-only API cannot, and
-`keras3_problems` makes that a fact that blocks the whole conversion (code HVD090).
+rewritten by rules/keras_target.py). One that uses Keras-3-only API runs through Horovod's
+TensorFlow ops on the ``keras3`` target (TensorFlow backend; rules/keras3_adapters.py),
+which `keras3_target_reason` chooses for it; what no target runs (another backend, Keras 3's
+own distribution, ``stateless_apply``) `keras3_problems` makes a fact that blocks the whole
+conversion (code HVD090).
 
 Requires: env (imports, aliases, index). Provides: `keras3_imports`, `keras3_only_uses`,
 `keras3_only_imports`, `optimizer_apply_uses`, `stateless_uses`, `backend_not_tensorflow`,
-`keras3_blockers`, `keras3_problems`.
+`keras3_blockers`, `keras3_target_reason`, `keras3_problems`, `ADAPTER_APIS`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ KERAS3_ONLY = (
     "keras.Variable", "keras.utils.PyDataset", "keras.layers.TorchModuleWrapper",
     "keras.layers.JaxLayer", "keras.layers.FlaxLayer", "keras.src",
 )
+
+
+# The keras3 target's adapters (rules/keras3_adapters.py) -> the Horovod API each stands for;
+# a definition so named whose docstring's first line has ADAPTER_MARK is that API (hvd_facts).
+ADAPTER_APIS = {"DistributedOptimizer": "horovod.tensorflow.keras.DistributedOptimizer",
+                "DistributedGradientTape": "horovod.tensorflow.DistributedGradientTape",
+                "BroadcastGlobalVariablesCallback": "horovod.tensorflow.keras.callbacks.BroadcastGlobalVariablesCallback",
+                "MetricAverageCallback": "horovod.tensorflow.keras.callbacks.MetricAverageCallback"}
+ADAPTER_MARK = "for Keras 3"
 
 
 def keras3_imports(env: Env) -> list[tuple[object, str]]:
@@ -95,13 +107,32 @@ def backend_not_tensorflow(env: Env) -> str | None:
 
 
 def _backend_assignment(env: Env):
+    """(statement, backend) of a setting of ``KERAS_BACKEND`` to a backend other than
+    tensorflow: ``os.environ["KERAS_BACKEND"] = "jax"`` or ``os.environ.setdefault(
+    "KERAS_BACKEND", "jax")``. A read (``current = os.environ.get("KERAS_BACKEND", "")``) is
+    not a setting, nor is an assignment of a value that is not a string literal. Keras 3's
+    ``keras.config.set_backend("jax")`` is one too."""
     for stmt, _owner in env.index.assignments:
-        code = stmt.get_code(include_prefix=False)
-        if "KERAS_BACKEND" not in code or "=" not in code:
+        if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[1] != "=":
             continue
-        value = code.split("=", 1)[1].strip().strip("'\"")
-        if value and value != "tensorflow":
-            return stmt, value
+        target, value = stmt.children[0].get_code(include_prefix=False), stmt.children[2]
+        if "KERAS_BACKEND" in target and "environ" in target and value.type == "string":
+            backend = value.value.strip("'\"")
+            if backend and backend != "tensorflow":
+                return stmt, backend
+    for call in env.index.by_method.get("set_backend", ()):     # ``keras.config.set_backend("jax")``
+        value = call.positional(0)
+        if call.method == "set_backend" and value is not None and value.value.type == "string":
+            backend = value.value.value.strip("'\"")
+            if backend and backend != "tensorflow":
+                return call.node, backend
+    for call in env.index.by_method.get("setdefault", ()):
+        key, value = call.positional(0), call.positional(1)
+        if call.method == "setdefault" and "environ" in (call.receiver_dotted() or "") and key is not None \
+                and value is not None and "KERAS_BACKEND" in key.value.get_code() and value.value.type == "string":
+            backend = value.value.value.strip("'\"")
+            if backend and backend != "tensorflow":
+                return call.node, backend
     return None
 
 
@@ -126,38 +157,82 @@ def stateless_uses(env: Env) -> list:
     return [call for name in STATELESS for call in env.index.by_method.get(name, ()) if call.method == name]
 
 
-def keras3_blockers(env: Env) -> list[tuple[object, str, str]]:
-    """(node, what, one-line reason saying what to change) of each Keras-3-only use of a
-    program that imports standalone ``keras`` / ``keras_core``; empty when it uses only
-    Keras 2 API."""
+# Keras-3-only API the keras3 target cannot run either: another backend's, or Keras 3's own
+# distribution (a JAX device mesh), which Horovod would fight.
+NOT_ON_KERAS3_TARGET = {
+    "keras.distribution": "`keras.distribution` is Keras 3's own data/model parallelism (a JAX device mesh): "
+                          "train either with it or with Horovod; remove it to convert",
+    "keras.layers.TorchModuleWrapper": "`keras.layers.TorchModuleWrapper` runs on the torch backend only, and "
+                                       "Horovod's TensorFlow ops need the tensorflow backend",
+    "keras.layers.JaxLayer": "`keras.layers.JaxLayer` runs on the jax backend only, and Horovod's TensorFlow ops "
+                             "need the tensorflow backend",
+    "keras.layers.FlaxLayer": "`keras.layers.FlaxLayer` runs on the jax backend only, and Horovod's TensorFlow ops "
+                              "need the tensorflow backend",
+}
+
+
+def keras3_blockers(env: Env, target: str = "tf.keras") -> list[tuple[object, str, str]]:
+    """(node, what, one-line reason saying what to change) of each use that the Keras
+    `target` cannot run, in a program that imports standalone ``keras`` / ``keras_core``:
+    on a Keras 2 target (``tf.keras``, ``tf_keras``) every Keras-3-only use; on the
+    ``keras3`` target only a backend other than tensorflow, `NOT_ON_KERAS3_TARGET`,
+    ``stateless_apply``/``stateless_call`` and a torch ``DataLoader``. Empty when it runs."""
     if not keras3_imports(env):
         return []
+    keras3 = target == "keras3"
     out: list[tuple[object, str, str]] = []
     backend = _backend_assignment(env)      # first: the most fundamental (no TensorFlow at all)
     if backend is not None:
-        out.append((backend[0], f"KERAS_BACKEND={backend[1]}", f"KERAS_BACKEND={backend[1]}: Horovod's TensorFlow ops need the "
-                                "tensorflow backend of Keras 2: remove the setting, then convert again"))
+        out.append((backend[0], f"KERAS_BACKEND={backend[1]}", f"KERAS_BACKEND={backend[1]}: Horovod's TensorFlow ops "
+                                "need Keras' tensorflow backend: remove the setting (or set it to tensorflow), then "
+                                "convert again"))
     seen: set[str] = set()
     uses = dict(keras3_only_uses(env))
     for node, api in keras3_only_imports(env):
         uses.setdefault(api, node)
     for api, node in sorted(uses.items(), key=lambda kv: kv[1].start_pos):
-        if api not in seen:
-            seen.add(api)
+        if api in seen or keras3 and api not in NOT_ON_KERAS3_TARGET:
+            continue
+        seen.add(api)
+        if keras3:
+            out.append((node, f"`{api}`", NOT_ON_KERAS3_TARGET[api]))
+        else:
             out.append((node, f"`{api}`", f"`{api}` exists only in Keras 3, which Horovod 0.28 cannot run: "
                               f"{_instead(api)}, then convert again"))
-    for call in optimizer_apply_uses(env):
-        receiver = call.receiver_dotted() or "optimizer"
-        out.append((call.node, f"`{receiver}.apply`", f"`{receiver}.apply(grads, vars)` is Keras 3 only: write "
-                               f"`{receiver}.apply_gradients(zip(grads, vars))`, then convert again"))
+    if not keras3:
+        for call in optimizer_apply_uses(env):
+            receiver = call.receiver_dotted() or "optimizer"
+            out.append((call.node, f"`{receiver}.apply`", f"`{receiver}.apply(grads, vars)` is Keras 3 only: write "
+                                   f"`{receiver}.apply_gradients(zip(grads, vars))`, then convert again"))
     for call in stateless_uses(env):
-        out.append((call.node, f"`{call.method}`", f"`{call.method}` is Keras 3 only (no Keras 2 twin): train with "
-                               "`tf.GradientTape` and `apply_gradients`, then convert again"))
+        reason = (f"`{call.method}` is Keras 3's functional (JAX-style) training: it returns new variable values "
+                  "instead of updating the variables, past the gradient averaging the conversion adds (in the "
+                  "optimizer's `apply` and the tape); train with `tf.GradientTape` and `optimizer.apply`, then "
+                  "convert again") if keras3 else (
+                  f"`{call.method}` is Keras 3 only (no Keras 2 twin): train with `tf.GradientTape` and "
+                  "`apply_gradients`, then convert again")
+        out.append((call.node, f"`{call.method}`", reason))
     for call in torch_loaders(env)[:1]:
         out.append((call.node, "`torch.utils.data.DataLoader`", "a torch `DataLoader` fed to Keras is Keras 3 only "
-                               "(Keras 2 trains on arrays, `tf.data` or `keras.utils.Sequence`): build a "
-                               "`tf.data.Dataset` from the same arrays instead, then convert again"))
+                               "(Keras 2 trains on arrays, `tf.data` or `keras.utils.Sequence`), and the conversion "
+                               "cannot divide its batches among the ranks: build a `tf.data.Dataset` from the same "
+                               "arrays instead, then convert again"))
     return out
+
+
+def keras3_target_reason(env: Env, target: str) -> str | None:
+    """Why the conversion uses the ``keras3`` target instead of Keras 2 `target`: the first
+    Keras-3-only use (``keras.ops``, ``optimizer.apply``) that the keras3 target runs, as
+    `` `keras.ops` (line 12)``; None when a Keras 2 target will do, or when only the backend
+    stops it. (When keras3 cannot run the program either, its refusal names what no target
+    runs: a JAX backend, `stateless_call`, not `keras.ops`.)"""
+    if target == "keras3" or not keras3_imports(env):
+        return None
+    backend = _backend_assignment(env)
+    for node, what, _ in keras3_blockers(env, target):
+        if backend is None or node is not backend[0]:
+            return f"{what} (line {node.start_pos[0]})"
+    return None
 
 
 def torch_loaders(env: Env) -> list:
@@ -178,10 +253,12 @@ def _instead(api: str) -> str:
     }.get(api, "write it with TensorFlow / Keras 2 API")
 
 
-def keras3_problems(env: Env) -> list[Problem]:
-    """One whole-program restriction fact (code HVD090) per Keras-3-only use: all or nothing."""
-    return [Problem("HVD090", node, message, SETUP, everywhere=True) for node, _, message in keras3_blockers(env)]
+def keras3_problems(env: Env, target: str = "tf.keras") -> list[Problem]:
+    """One whole-program restriction fact (code HVD090) per use the Keras `target` cannot
+    run (`keras3_blockers`): all or nothing."""
+    return [Problem("HVD090", node, message, SETUP, everywhere=True) for node, _, message in keras3_blockers(env, target)]
 
 
 __all__ = ["keras3_imports", "keras3_only_uses", "keras3_only_imports", "optimizer_apply_uses", "stateless_uses",
-           "backend_not_tensorflow", "keras3_blockers", "keras3_problems", "KERAS3_ONLY"]
+           "backend_not_tensorflow", "keras3_blockers", "keras3_problems", "keras3_target_reason", "KERAS3_ONLY",
+           "NOT_ON_KERAS3_TARGET", "ADAPTER_APIS", "ADAPTER_MARK"]

@@ -364,8 +364,8 @@ def _t1_other_files(env: Env, summary: Summary) -> list[Problem]:
 def _trained_locally(env: Env, summary: Summary) -> set:
     """ids of the optimizer/model bindings a loop of this file uses."""
     out = set()
-    for call in env.calls_with_method("apply_gradients", "minimize", "compile"):
-        if call.method in ("apply_gradients", "minimize"):
+    for call in env.calls_with_method("apply_gradients", "minimize", "compile", "apply"):
+        if call.method in ("apply_gradients", "minimize", "apply"):     # (apply: Keras 3's, on an optimizer)
             b = env.lookup(call.receiver_dotted(), call.node, "optimizer")
         elif call.method == "compile":
             arg = call.keyword("optimizer") or call.positional(0)

@@ -11,6 +11,9 @@ one-process probe (`_RUN_PROBE`, ``TF_USE_LEGACY_KERAS=1``) trains a tiny tf_ker
 with each Horovod feature the conversion emits and says which work (on TF 2.16.2 + tf_keras
 2.16.0 + Horovod 0.28.1: DistributedOptimizer, the broadcast callback and the tape do;
 Horovod's MetricAverageCallback and LearningRateWarmupCallback do not, they call Keras 3).
+For the keras3 conversion target (``--keras-target keras3``: Keras 3 itself on TensorFlow >=
+2.16, docs/keras3.md) Keras 3 and a Horovod built against that TensorFlow are what it needs;
+tf_keras and the run probe are not.
 The language server runs it once for the editor's interpreter (``lsp/doctor.py``).
 """
 
@@ -146,6 +149,7 @@ class Report:
     build: Build | None = None
     runs: dict[str, str] | None = None   # the run probe (TF >= 2.16): feature -> "ok" or the error
     findings: list[Finding] = field(default_factory=list)
+    keras_target: str = "tf.keras"       # the conversion target the verdict is for (docs/keras3.md)
 
     @property
     def ready(self) -> bool:
@@ -245,9 +249,9 @@ def resolve_python(python: str | None) -> str:
     return shutil.which(cand) or cand
 
 
-def inspect(python: str, check_build: bool = True) -> Report:
+def inspect(python: str, check_build: bool = True, keras_target: str = "tf.keras") -> Report:
     python = resolve_python(python)
-    report = Report(python=python)
+    report = Report(python=python, keras_target=keras_target)
     env = dict(os.environ, PYTHONNOUSERSITE=os.environ.get("PYTHONNOUSERSITE", ""))
     env.pop("PYTHONPATH", None)   # the server's own path (its bundled libraries) is not the user's
     try:
@@ -288,7 +292,7 @@ def inspect(python: str, check_build: bool = True) -> Report:
             build_error = str(e)
         if build_error:
             report.findings.append(_broken_horovod(report, build_error))
-        elif _probes(report):
+        elif _probes(report) and keras_target != "keras3":
             report.runs = run_probe(report.python, env)
     report.findings[:0] = list(diagnose(report))
     return report
@@ -343,6 +347,8 @@ def diagnose(report: Report):
                       [_pip(report, "'tensorflow<2.16'"),
                        "HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 "
                        + _pip(report, "--no-cache-dir", f"horovod=={HOROVOD_RELEASE}")])
+    elif tfv >= (2, 16) and report.keras_target == "keras3":
+        yield from _keras3_target(report)
     elif tfv >= (2, 16):
         legacy = (report.tf_use_legacy_keras or "").strip().lower() in ("1", "true", "yes")
         pin_tf = [_pip(report, "'tensorflow<2.16'")]
@@ -355,7 +361,9 @@ def diagnose(report: Report):
                           "horovod.tensorflow.keras fail). Either use the legacy Keras 2 (tf_keras) or pin "
                           "TensorFlow below 2.16.",
                           [_pip(report, f"'tf_keras~={_minor(tf)}.0'"), "export TF_USE_LEGACY_KERAS=1",
-                           "# or: " + " && ".join(pin_tf)])
+                           "# or: " + " && ".join(pin_tf),
+                           "# or, Keras 3 itself through Horovod's TensorFlow ops (docs/keras3.md): "
+                           "horovodize convert --keras-target keras3 FILE; horovodize doctor --keras-target keras3"])
         else:
             if _minor(report.tf_keras) != _minor(tf):
                 yield Finding("warning", f"tf_keras {report.tf_keras} does not match TensorFlow {tf}",
@@ -403,6 +411,26 @@ def diagnose(report: Report):
                       f"Fine on CPU; on GPUs tensors are reduced with {', '.join(ops) or 'no operation'} "
                       "through host memory. For multi-GPU speed, rebuild with NCCL.",
                       [_reinstall_horovod(report, " HOROVOD_GPU_OPERATIONS=NCCL")])
+
+
+def _keras3_target(report: Report):
+    """TF >= 2.16 for the keras3 target: Keras 3 itself runs, on its TensorFlow backend, through
+    Horovod's TensorFlow ops (no tf_keras, no TF_USE_LEGACY_KERAS: that would make tf.keras
+    Keras 2 under a program written for Keras 3)."""
+    if not report.keras or version_tuple(report.keras) < (3,):
+        yield Finding("error", "the keras3 target needs Keras 3",
+                      f"Converted for Keras 3 (`--keras-target keras3`), the program imports keras 3 on "
+                      f"TensorFlow {report.tensorflow}; this interpreter has {report.keras or 'no keras'}.",
+                      [_pip(report, "'keras>=3'")])
+        return
+    if (report.tf_use_legacy_keras or "").strip().lower() in ("1", "true", "yes"):
+        yield Finding("warning", "TF_USE_LEGACY_KERAS=1 is set",
+                      "It makes tf.keras tf_keras (Keras 2); a keras3 conversion uses Keras 3 itself: unset it "
+                      "where horovodrun runs.", ["unset TF_USE_LEGACY_KERAS"])
+    yield Finding("info", f"Keras {report.keras}: the keras3 target runs here",
+                  "The converted program sets KERAS_BACKEND=tensorflow and uses Horovod's TensorFlow ops through "
+                  "its own DistributedOptimizer, DistributedGradientTape and callbacks (proven on TF 2.21.0 + "
+                  "Keras 3.15.1, docs/keras3.md).", [])
 
 
 def _run_findings(report: Report, pin_tf: list[str]):
@@ -463,12 +491,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter to inspect (default: the python3 on PATH, e.g. the active venv's)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--keras-target", choices=("tf.keras", "tf_keras", "keras3"), default="tf.keras",
+                        help="the conversion target to judge for (keras3: Keras 3 itself, TensorFlow >= 2.16)")
 
 
 def run(args) -> int:
     """Exit 0 when ready (warnings allowed), 1 when something must be fixed, 2 when the
     interpreter cannot be inspected."""
-    report = inspect(args.python)
+    report = inspect(args.python, keras_target=getattr(args, "keras_target", "tf.keras"))
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

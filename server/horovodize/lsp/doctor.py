@@ -38,7 +38,7 @@ def start(ls: HorovodizeServer, python: str) -> asyncio.Future:
 
     def work():
         try:
-            result = payload(doctor.inspect(python))
+            result = payload(doctor.inspect(python, keras_target=ls.options.keras_target))
         except Exception as e:      # a bug must not take the server down
             log.exception("doctor for %s failed", python)
             result = e

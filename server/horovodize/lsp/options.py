@@ -11,9 +11,11 @@
   page (a ``file:`` URI to ``horovodize/docs/<CODE>.md``).
 * ``python``: the interpreter the user's programs run with; the server runs
   ``horovodize doctor`` for it once (``lsp/doctor.py``).
-* ``kerasTarget``: the Keras 2 that Keras 3 / keras_core imports become in a conversion
+* ``kerasTarget``: the Keras that Keras 3 / keras_core imports run on in a conversion
   (HVD090): ``"tf.keras"`` (the default; TensorFlow <= 2.15, Horovod 0.28's pinned stack)
-  or ``"tf_keras"`` (TensorFlow >= 2.16), as ``horovodize convert --keras-target``.
+  or ``"tf_keras"`` (TensorFlow >= 2.16), both Keras 2, or ``"keras3"`` (Keras 3 itself on
+  its TensorFlow backend; a program using Keras-3-only API gets it whatever is set), as
+  ``horovodize convert --keras-target``.
 * ``scaleLearningRate`` (default true): false leaves the learning rate as it is, as
   ``horovodize convert --no-scale-lr``.
 * ``requireLocalFs`` (default false): true refuses a conversion whose ranks read, after a
@@ -32,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import codes
+from ..rules.keras_target import DEFAULT_TARGET, TARGETS
 
 # Well above a 50k-line training program (usable: an edit takes well under a second
 # there); a generated or vendored file past this costs tens of seconds per analysis.
@@ -79,10 +82,10 @@ def load(raw) -> tuple[Options, list[str]]:
     if python is not None and not isinstance(python, str):
         problems.append("`python` must be a string")
         python = None
-    keras_target = raw.get("kerasTarget", "tf.keras")
-    if keras_target not in ("tf.keras", "tf_keras"):
-        problems.append('`kerasTarget` must be "tf.keras" or "tf_keras"')
-        keras_target = "tf.keras"
+    keras_target = raw.get("kerasTarget", DEFAULT_TARGET)
+    if keras_target not in TARGETS:
+        problems.append('`kerasTarget` must be "tf.keras", "tf_keras" or "keras3"')
+        keras_target = DEFAULT_TARGET
     scale_lr = raw.get("scaleLearningRate", True)
     if not isinstance(scale_lr, bool):
         problems.append("`scaleLearningRate` must be true or false")

@@ -19,11 +19,13 @@ import re
 from typing import Iterator
 
 from ..analysis.callables import callee_name
+from ..analysis.keras3 import optimizer_apply_uses
 from ..analysis.gradflow import gradient_inside, is_training_tape, optimizer_steps, single_target
 from ..analysis.roles import TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.scopes import class_bases
 from ..parse.source import Edit
+from . import keras3_adapters
 from .base import Finding, Fix, RuleContext, finding, report_note
 from .setup_imports import after_setup, tf_name
 from .tapes import in_keras_step, keras_step_tapes, tape_loops_beside_fit, tf_module_alias, wrapped
@@ -64,7 +66,7 @@ def _keras_step_tapes(ctx: RuleContext) -> Iterator[Finding]:
             yield finding(ctx, "HVD020", tape.stmt,
                           f"gradients of tape `{tape.name}` in a Keras train_step are not averaged across ranks "
                           "(DistributedOptimizer averages only in minimize)",
-                          Fix(_title(edit), [edit]))
+                          Fix(_title(edit), _adapter(ctx, edit) + [edit]))
 
 
 def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
@@ -82,7 +84,7 @@ def _tapes(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
         edit = _wrap_edit(ctx, tape, hvd)
         if edit is not None:
             yield finding(ctx, "HVD020", tape.stmt, f"gradients of tape `{tape.name}` are not averaged across ranks",
-                          Fix(_title(edit), [edit]))
+                          Fix(_title(edit), _adapter(ctx, edit) + [edit]))
 
 
 ALLREDUCE_TITLE = "Average the gradients with hvd.allreduce where they are taken"
@@ -104,12 +106,49 @@ def _wrap_edit(ctx: RuleContext, tape, hvd: str) -> Edit | None:
     with_stmt = N.enclosing(tape.stmt, {"with_stmt"})
     outer = with_stmt.parent if with_stmt.parent.type == "async_stmt" else with_stmt
     inner = gradient_inside(tape, with_stmt)
+    if inner is None and ctx.keras_target == "keras3" and _in_library(ctx, with_stmt):
+        # (a module the entry imports cannot see the entry's adapter: its gradients are averaged
+        # where they are taken, with the hvd the project gives that module)
+        inner = _gradient_after(ctx, tape, with_stmt)
+        if inner is None:
+            return None
     if inner is None:
-        return ctx.insert_after_stmt(outer, f"{tape.name} = {hvd}.DistributedGradientTape({tape.name})")
+        wrapper = TAPE_ADAPTER if ctx.keras_target == "keras3" else f"{hvd}.DistributedGradientTape"
+        return ctx.insert_after_stmt(outer, f"{tape.name} = {wrapper}({tape.name})")
     target = single_target(inner)
     if target is None:
         return None
     return ctx.insert_after_stmt(inner, f"{target} = [None if g is None else {hvd}.allreduce(g) for g in {target}]")
+
+
+TAPE_ADAPTER = "DistributedGradientTape"
+
+
+def _in_library(ctx: RuleContext, node) -> bool:
+    """`node` is in another module of a linked program (project/link.py), not the entry."""
+    at = ctx.source.offset(node.start_pos)
+    return any(start <= at < end for start, end in ctx.env.library_spans)
+
+
+def _gradient_after(ctx: RuleContext, tape, with_stmt):
+    """The first statement after the with block, in its function, that takes `tape`'s gradients."""
+    scope = N.func_scope_of(with_stmt)
+    for call in ctx.calls("gradient"):
+        if call.receiver_dotted() == tape.name and call.node.start_pos >= with_stmt.end_pos \
+                and N.func_scope_of(call.node) is scope:
+            stmt = N.statement_of(call.node)
+            while stmt.parent is not None and stmt.parent.type == "simple_stmt":
+                stmt = stmt.parent
+            return stmt
+    return None
+
+
+def _adapter(ctx: RuleContext, edit: Edit) -> list[Edit]:
+    """The keras3 target's ``DistributedGradientTape`` adapter (rules/keras3_adapters.py), for a
+    wrap `edit` that calls it (Horovod's own fails on Keras 3 variables)."""
+    if ctx.keras_target != "keras3" or f"{TAPE_ADAPTER}(" not in edit.new_text:
+        return []
+    return keras3_adapters.use(ctx, TAPE_ADAPTER)[1]
 
 
 def gradient_sites(ctx: RuleContext) -> Iterator[tuple[N.Call, object, str]]:
@@ -118,7 +157,10 @@ def gradient_sites(ctx: RuleContext) -> Iterator[tuple[N.Call, object, str]]:
     (`tape_steps`: ``self.checkpoint.optimizer``, ``self.optimizer`` handed in by another
     module). The binding is None when σ cannot name the optimizer."""
     stepped = tape_steps(ctx)
-    for call in ctx.calls("apply_gradients"):
+    calls = ctx.calls("apply_gradients")
+    if ctx.keras_target == "keras3":       # Keras 3's ``opt.apply(grads, vars)`` too
+        calls = sorted(calls + optimizer_apply_uses(ctx.env), key=lambda c: c.node.start_pos)
+    for call in calls:
         receiver = call.receiver_dotted()
         b = ctx.env.lookup(receiver, call.node, "optimizer")
         if b is None and not _optimizer_parameter(ctx, receiver, call.node) \
@@ -135,9 +177,10 @@ def tape_steps(ctx: RuleContext) -> dict:
     cached = getattr(ctx, "_tape_steps", None)
     if cached is None:
         cached = {}
+        methods = ("apply_gradients", "apply") if ctx.keras_target == "keras3" else ("apply_gradients",)
         for tape in ctx.env.tapes:
             if is_training_tape(ctx.env, tape):
-                for call in optimizer_steps(ctx.env, tape):
+                for call in optimizer_steps(ctx.env, tape, methods):
                     cached[(id(call.node), call.index)] = call
         ctx._tape_steps = cached
     return cached
@@ -186,7 +229,10 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
             continue
         if stmt is None:
             continue
-        arg = call.keyword("grads_and_vars") or call.positional(0)
+        if call.method == "apply":          # Keras 3: ``opt.apply(grads, variables)``
+            arg = call.keyword("trainable_variables") or call.positional(1)
+        else:
+            arg = call.keyword("grads_and_vars") or call.positional(0)
         anchor = after_setup(ctx, call.node)
         if arg is not None and anchor is not None:
             sites.append((call, receiver, stmt, arg, anchor))
@@ -194,6 +240,7 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
     _unplaced(ctx, placed)
     src, unit = ctx.source, ctx.source.indent_unit
     tf = tf_name(ctx)
+    keras3 = ctx.keras_target == "keras3"
     groups = _one_step(sites)
     for group, name in zip(groups, _fresh_names(ctx, FLAG, len(groups))):
         grads = iter(_fresh_names(ctx, GRADS, len(group)))      # (one per optimizer of the step)
@@ -206,12 +253,19 @@ def _apply_gradients(ctx: RuleContext, hvd: str) -> Iterator[Finding]:
         for call, receiver, stmt, arg, _anchor in group:
             name = next(grads)
             start, end = src.span(arg.value)
-            edits += [ctx.insert_before_stmt(stmt, f"{name} = list({src.text[start:end]})"), Edit(start, end, name)]
-            body.append(f"{unit}{hvd}.broadcast_variables([v for _, v in {name}], root_rank=0)")
+            if call.method == "apply":      # (a list or a property: read again, as written)
+                body.append(f"{unit}{hvd}.broadcast_variables([v.value for v in {src.text[start:end]}], root_rank=0)")
+            else:
+                edits += [ctx.insert_before_stmt(stmt, f"{name} = list({src.text[start:end]})"), Edit(start, end, name)]
+                value = ".value" if keras3 else ""
+                body.append(f"{unit}{hvd}.broadcast_variables([v{value} for _, v in {name}], root_rank=0)")
             if receiver not in seen:      # (an optimizer applied twice in the step: its variables once)
                 seen.add(receiver)
-                body.append(f"{unit}{hvd}.broadcast_variables({receiver}.variables() if callable({receiver}.variables) "
-                            f"else {receiver}.variables, root_rank=0)")
+                if keras3:                # a Keras 3 variable's tf.Variable (docs/stacks.md)
+                    body.append(f"{unit}{hvd}.broadcast_variables([v.value for v in {receiver}.variables], root_rank=0)")
+                else:
+                    body.append(f"{unit}{hvd}.broadcast_variables({receiver}.variables() if callable({receiver}.variables) "
+                                f"else {receiver}.variables, root_rank=0)")
         body.append(f"{unit}{flag}.assign(True)")
         edits.append(ctx.insert_after_stmt(group[-1][2], "\n".join(body)))
         for call, receiver, *_rest in group:     # each site's quick fix alone is the whole step's
@@ -235,12 +289,15 @@ def _unplaced(ctx: RuleContext, placed: set) -> None:
             continue
         start = ctx.source.span(call.node)[0]
         what = ctx.source.text[start:ctx.source.offset(call.trailer.start_pos)] + "(...)"
+        yourself = ("`hvd.broadcast_variables([v.value for v in model.weights + optimizer.variables], root_rank=0)`"
+                    if ctx.keras_target == "keras3" else
+                    "`hvd.broadcast_variables(model.variables, root_rank=0)` and the optimizer's variables")
         report_note(ctx, 2, call.node,
                     f"{UNBROADCAST}: the tape's averaged gradients reach `{what}`, whose model and optimizer "
                     "variables the conversion cannot broadcast after the first step (the optimizer is not held in a "
                     "name or attribute, or the call is not a statement of its own); hold the optimizer in a name "
                     "and call apply_gradients on its own line, or broadcast them yourself after the first step "
-                    "(`hvd.broadcast_variables(model.variables, root_rank=0)` and the optimizer's variables)")
+                    f"({yourself})")
 
 
 def _one_step(sites: list) -> list[list]:

@@ -22,6 +22,7 @@ from ..parse import nodes as N
 from ..parse.imports import import_bindings, import_names
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note, under_rank0_guard
+from . import keras3_adapters
 from .keras_target import METRIC_AVERAGE, metric_average_class
 from .rank0_guards import put_on_rank0
 from .setup_imports import after_setup, tf_name
@@ -264,6 +265,10 @@ def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Findin
         return
     hvd, facts = ctx.hvd, ctx.facts
     broadcast = f"{hvd}.callbacks.BroadcastGlobalVariablesCallback(0)"
+    adapter: list[Edit] = []       # the keras3 target: the adapter class's (rules/keras3_adapters.py)
+    if ctx.keras_target == "keras3":
+        name, adapter = keras3_adapters.use(ctx, "BroadcastGlobalVariablesCallback")
+        broadcast = f"{name}(0)"
     # an elastic state broadcasts on every (re)start: its warm-up fit(callbacks=None) is right
     elastic = any(facts.api(c).startswith("elastic.") for c in facts.broadcasts)
     arg = _arg(call, "callbacks", _positions(call)[1])
@@ -329,6 +334,8 @@ def _callbacks(ctx: RuleContext, call: N.Call, lists: _Lists) -> Iterator[Findin
                 edits += _rank0_entry(ctx, entry)
     if not edits:
         return
+    if any(broadcast in e.new_text for e in edits):
+        edits = adapter + edits
     message = ("fit does not broadcast the initial variables from rank 0"
                if any(broadcast in e.new_text for e in edits)
                else "a callback that writes files runs on every rank")
@@ -375,6 +382,9 @@ def _metric_average(ctx: RuleContext) -> tuple[str | None, list[Edit]]:
     the tf_keras target (TF >= 2.16) Horovod's dies (it calls Keras 3's backend), so a small
     class goes once after the set-up (`keras_target.metric_average_class`), or none when there
     is no module-level set-up to put it after."""
+    if ctx.keras_target == "keras3":
+        name, edits = keras3_adapters.use(ctx, "MetricAverageCallback")
+        return f"{name}()", edits
     if ctx.keras_target != "tf_keras":
         return f"{ctx.hvd}.callbacks.MetricAverageCallback()", []
     at = after_setup(ctx)

@@ -1,7 +1,8 @@
 """The Keras target: the rewrite of a standalone ``keras`` / ``keras_core`` import to the
-Keras 2 that Horovod 0.28 runs (contract point 11). Used by HVD090 (rules/stack_traps.py).
+Keras 2 that Horovod 0.28 runs (contract point 11), or Keras 3 kept. Used by HVD090
+(rules/stack_traps.py).
 
-Two targets:
+Three targets:
 
 * ``tf.keras`` (the default: the pinned stack, TensorFlow <= 2.15, where ``tf.keras`` is
   Keras 2): ``import keras`` -> ``from tensorflow import keras``, ``from keras.utils import
@@ -11,6 +12,10 @@ Two targets:
 * ``tf_keras`` (TensorFlow >= 2.16): ``import tf_keras as keras``, ``from tf_keras.utils
   import x``, and ``os.environ["TF_USE_LEGACY_KERAS"] = "1"`` before the first import so
   that Horovod's own ``tf.keras`` is tf_keras too.
+* ``keras3`` (TensorFlow >= 2.16, Keras 3 on its TensorFlow backend): the imports stay;
+  ``os.environ["KERAS_BACKEND"] = "tensorflow"`` goes before them (`backend_env_edit`) and
+  Horovod's Keras entry points are the program's own adapters (rules/keras3_adapters.py).
+  A program using Keras-3-only API gets this target whatever was asked (engine.analyze).
 
 On the tf_keras target the conversion also emits no Horovod callback that fails there:
 Horovod 0.28's ``hvd.callbacks.MetricAverageCallback`` (and its learning-rate warm-up) import
@@ -21,7 +26,7 @@ Each edit replaces only the import's module name (``from`` imports) or the impor
 (``import keras [as k]``); an ``import os, keras`` statement has only its keras item rewritten.
 
 Requires: parse (imports, source). Provides: `TARGETS`, `rewrite_edits`, `target_name`,
-`metric_average_class`.
+`backend_env_edit`, `metric_average_class`.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from __future__ import annotations
 from ..parse.imports import import_names
 from ..parse.source import Edit
 
-TARGETS = ("tf.keras", "tf_keras")
+TARGETS = ("tf.keras", "tf_keras", "keras3")
 DEFAULT_TARGET = "tf.keras"
 LEGACY_ENV = 'os.environ["TF_USE_LEGACY_KERAS"] = "1"  # Horovod 0.28 runs Keras 2: tf.keras is tf_keras'
 
 
 def target_name(target: str) -> str:
     """How the report names a target."""
+    if target == "keras3":
+        return "keras3 (Keras 3 itself, TensorFlow backend, TensorFlow >= 2.16)"
     return ("tf.keras (TensorFlow <= 2.15, the pinned stack)" if target == "tf.keras"
             else "tf_keras (TensorFlow >= 2.16, with TF_USE_LEGACY_KERAS=1)")
 
@@ -94,6 +101,29 @@ def legacy_env_edit(source, first_import) -> Edit:
     return Edit(start, start, f"{indent}import os{nl}{indent}{LEGACY_ENV}{nl}")
 
 
+BACKEND_ENV = 'os.environ["KERAS_BACKEND"] = "tensorflow"  # Horovod runs Keras 3 on its TensorFlow backend'
+
+
+def backend_env_edit(source, env) -> Edit | None:
+    """The keras3 target: ``KERAS_BACKEND=tensorflow`` before Keras is imported: right after a
+    module-level ``import os`` that comes before every other import but ``__future__``, else
+    with ``import os`` above the file's first import. None when the file sets it already."""
+    if any("KERAS_BACKEND" in stmt.get_code() and "tensorflow" in stmt.get_code() for stmt, _ in env.index.assignments):
+        return None
+    top = sorted((n for n in env.imports if n.parent.parent is source.module
+                  and "__future__" not in n.get_code(include_prefix=False)), key=lambda n: n.start_pos)
+    if not top:
+        return None
+    nl = source.newline
+    for node in top:
+        if node.type == "import_name" and node.get_code(include_prefix=False).strip() == "import os":
+            end = source.line_end(source.offset(node.end_pos))
+            return Edit(end, end, f"{BACKEND_ENV}{nl}")
+        break
+    start = source.line_start(source.offset(top[0].start_pos))
+    return Edit(start, start, f"import os{nl}{BACKEND_ENV}{nl}")
+
+
 METRIC_AVERAGE = "MetricAverageCallback"
 
 
@@ -115,5 +145,5 @@ def metric_average_class(name: str, keras: str, hvd: str, tf: str, unit: str) ->
     ])
 
 
-__all__ = ["TARGETS", "DEFAULT_TARGET", "rewrite_edits", "legacy_env_edit", "target_name", "metric_average_class",
-           "METRIC_AVERAGE"]
+__all__ = ["TARGETS", "DEFAULT_TARGET", "rewrite_edits", "legacy_env_edit", "backend_env_edit", "target_name",
+           "metric_average_class", "METRIC_AVERAGE", "BACKEND_ENV"]

@@ -2,7 +2,8 @@
 in ``hvd.DistributedOptimizer`` for Keras and TF1 programs (HVD011), replace
 ``compile('adam')`` by a scaled, wrapped optimizer (HVD012), scale a schedule's initial
 rate instead of the schedule object (HVD013). The optimizers given to the compile of a
-model whose ``train_step`` averages through its tape stay plain (scaled only).
+model whose ``train_step`` averages through its tape stay plain (scaled only). On the keras3
+target the wrapper is the program's own ``DistributedOptimizer`` (rules/keras3_adapters.py).
 
 Requires: env (optimizer / schedule bindings), loop (Horovod module flavour).
 """
@@ -15,6 +16,7 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.scopes import choices
 from ..parse.source import Edit
+from . import keras3_adapters
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .pipelines import chain_calls
 from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
@@ -36,6 +38,14 @@ def wraps_optimizer(ctx: RuleContext) -> bool:
         or "Session" in ctx.summary.kinds          # TF1 graph mode (loop.SESSION)
 
 
+def distributed_optimizer(ctx: RuleContext) -> tuple[str, list[Edit]]:
+    """(the callee that wraps an optimizer, the edits it needs): ``hvd.DistributedOptimizer``,
+    or on the keras3 target the program's own adapter (rules/keras3_adapters.py)."""
+    if ctx.keras_target == "keras3":
+        return keras3_adapters.use(ctx, "DistributedOptimizer")
+    return f"{ctx.hvd}.DistributedOptimizer", []
+
+
 def check(ctx: RuleContext) -> Iterator[Finding]:
     env = ctx.env
     by_tape = tape_optimizers(ctx) if tape_loops_beside_fit(ctx) else set()   # (their tape averages)
@@ -54,9 +64,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         call = created[0]
         if wraps_optimizer(ctx) and not _returns_own_binding(ctx, b.value) and id(b) not in by_tape and not ctx.facts.optimizer_wrapped(b.name, b.value) \
                 and not ctx.blocked("HVD011", b.stmt, b):
-            edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {ctx.hvd}.DistributedOptimizer({b.name})")
+            wrapper, adapter = distributed_optimizer(ctx)
+            edit = ctx.insert_after_stmt(N.statement_of(b.stmt), f"{b.name} = {wrapper}({b.name})")
             yield finding(ctx, "HVD011", b.value, f"optimizer `{b.name}` does not average gradients across ranks",
-                          Fix(RULES["HVD011"][1], _legacy(ctx, call) + [edit]))
+                          Fix(RULES["HVD011"][1], adapter + _legacy(ctx, call) + [edit]))
     for call in ctx.calls("compile"):
         if call.is_whole():
             yield from _compile(ctx, call)
@@ -380,15 +391,16 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
         start, end = ctx.source.span(value)
         legacy = "legacy." if id(value) in _for_model_to_estimator(ctx)[0] else ""
         text = f"{keras}.optimizers.{legacy}{cls}(learning_rate={lr} * {ctx.hvd}.size())"
-        # (--no-scale-lr: the engine takes the alternative, the named optimizer only wrapped)
-        unscaled = [Fix(UNSCALED_HVD012, [Edit(start, end, f"{ctx.hvd}.DistributedOptimizer("
-                                                             f"{keras}.optimizers.{legacy}{cls}())")])]
+        adapter: list[Edit] = []
         if not plain:
-            text = f"{ctx.hvd}.DistributedOptimizer({text})"
+            wrapper, adapter = distributed_optimizer(ctx)
+            text = f"{wrapper}({text})"
+            # (--no-scale-lr: the engine takes the alternative, the named optimizer only wrapped)
+            unscaled = Fix(UNSCALED_HVD012, adapter + [Edit(start, end, f"{wrapper}({keras}.optimizers.{legacy}{cls}())")])
         found = finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
-                        Fix(RULES["HVD012"][1], [Edit(start, end, text)]))
+                        Fix(RULES["HVD012"][1], adapter + [Edit(start, end, text)]))
         if not plain:
-            found.alternatives = unscaled
+            found.alternatives = [unscaled]
         yield found
         return
     inner = _inline_optimizer(ctx, value)
@@ -439,8 +451,9 @@ def _inline_optimizer(ctx: RuleContext, value) -> N.Call | None:
 def _inline(ctx: RuleContext, inner: N.Call, plain: bool = False) -> Iterator[Finding]:
     yield from _scale(ctx, inner)
     if not plain and wraps_optimizer(ctx) and not ctx.facts.optimizer_wrapped(None, inner.node) and not ctx.blocked("HVD011", inner.node):
+        wrapper, adapter = distributed_optimizer(ctx)
         yield finding(ctx, "HVD011", inner.node, "optimizer does not average gradients across ranks",
-                      Fix(RULES["HVD011"][1], _legacy(ctx, inner) + ctx.wrap(inner.node, f"{ctx.hvd}.DistributedOptimizer(", ")")))
+                      Fix(RULES["HVD011"][1], adapter + _legacy(ctx, inner) + ctx.wrap(inner.node, f"{wrapper}(", ")")))
 
 
 def _for_model_to_estimator(ctx: RuleContext) -> tuple[set, dict]:

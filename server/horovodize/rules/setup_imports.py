@@ -39,8 +39,11 @@ def setup_code(ctx: RuleContext) -> str:
     tf = tf_name(ctx)
     if env.tf_alias() is None:
         lines.append(f"import tensorflow as {tf}")
-    lines.append(f"import {ctx.summary.hvd_module} as hvd")
-    if ctx.summary.hvd_module.endswith("keras"):
+    # (the keras3 target: horovod.tensorflow alone, whose ops its adapters call; the Keras layer,
+    # horovod.tensorflow.keras, is Keras 2's: rules/keras3_adapters.py)
+    keras3 = ctx.keras_target == "keras3"
+    lines.append(f"import {'horovod.tensorflow' if keras3 else ctx.summary.hvd_module} as hvd")
+    if ctx.summary.hvd_module.endswith("keras") and not keras3:
         # a tape needs horovod.tensorflow's wrapper, a shared value its broadcast_object, a read
         # of rank 0's file its broadcasts (`bind_tf_module`)
         if keras_step_tapes(ctx) or tape_loops_beside_fit(ctx) or shared_values.sites(ctx) or \

@@ -1,11 +1,14 @@
 """Stack traps: programs a Horovod conversion would silently break (contract points 10, 11).
 Warnings; HVD090 and HVD091 carry the fix the conversion applies.
 
-* HVD090 — Keras 3 / ``keras_core``, on every such import line: Horovod 0.28 runs Keras 2
-  only (``tf.keras`` on TensorFlow <= 2.15, or ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``).
-  A program using only Keras 2 API gets each import rewritten to the Keras target
-  (`keras_target`); a Keras-3-only use blocks the whole conversion
-  (`analysis.keras3.keras3_problems`), and the warning says which.
+* HVD090 — Keras 3 / ``keras_core``, on every such import line: Horovod 0.28's Keras layer
+  runs Keras 2 only (``tf.keras`` on TensorFlow <= 2.15, or ``tf_keras`` with
+  ``TF_USE_LEGACY_KERAS=1``). A program using only Keras 2 API gets each import rewritten to
+  the Keras target (`keras_target`); one using Keras-3-only API is converted for the
+  ``keras3`` target (its imports stay, ``KERAS_BACKEND=tensorflow`` is set above them, the
+  Horovod entry points are adapters: rules/keras3_adapters.py); what that target cannot run
+  either blocks the whole conversion (`analysis.keras3.keras3_problems`), and the warning says
+  which.
 * HVD091 — a ``@tf.function(jit_compile=True)`` step (or ``compile(jit_compile=True)``)
   that the conversion gives Horovod collectives: XLA cannot compile them (Horovod 0.28 has
   no XLA kernel for broadcast, an allreduce one on GPU only): the fix removes
@@ -45,10 +48,10 @@ from ..analysis.tf1_api import tf1_api_messages
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import SEVERITY_RESTRICTION, Finding, Fix, Related, RuleContext
-from .keras_target import legacy_env_edit, rewrite_edits, target_name
+from .keras_target import BACKEND_ENV, backend_env_edit, legacy_env_edit, rewrite_edits, target_name
 
 RULES = {
-    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras); Keras-3-only API blocks"),
+    "HVD090": ("keras3-version-trap", "Keras 3 / keras_core import: rewritten to Keras 2 (tf.keras / tf_keras), or Keras 3 kept on the keras3 target (Keras-3-only API); another backend blocks"),
     "HVD091": ("xla-step-collectives", "jit-compiled training step gets Horovod collectives: jit_compile removed"),
     "HVD092": ("tf-distribute-program", "program already distributed with tf.distribute: no Horovod edit"),
     "HVD093": ("tf1-api-on-tf2", "TensorFlow 1 API the pinned TensorFlow 2.15 lacks: no Horovod edit until it is upgraded"),
@@ -105,9 +108,12 @@ def _keras3(ctx: RuleContext, converting: bool) -> Iterator[Finding]:
     imports = keras3_imports(env)
     if not imports or summary is None or not summary.sites and not env.horovod():
         return
-    blockers = keras3_blockers(env)
-    related = [(node, f"{what} (Keras 3 only)") for node, what, _ in blockers[:3]]
     target = ctx.keras_target
+    blockers = keras3_blockers(env, target)
+    if target == "keras3":
+        yield from _keras3_target(ctx, imports, blockers, converting)
+        return
+    related = [(node, f"{what} (Keras 3 only)") for node, what, _ in blockers[:3]]
     # the tf_keras target's TF_USE_LEGACY_KERAS=1 goes above the first import (after `__future__`)
     first = min((n for n in env.imports if "__future__" not in n.get_code(include_prefix=False)),
                 key=lambda n: n.start_pos)
@@ -131,6 +137,32 @@ def _keras3(ctx: RuleContext, converting: bool) -> Iterator[Finding]:
             message += f": its imports are rewritten to {target_name(target)}"
             if converting and edits:
                 fix = Fix(f"import Keras 2 ({target}): `{new}`", edits, needs_setup=False)
+        start, end = ctx.source.span(node)
+        yield Finding("HVD090", start, end, message, SEVERITY_RESTRICTION, fix,
+                      related=[Related(*ctx.source.span(n), m) for n, m in related])
+
+
+def _keras3_target(ctx: RuleContext, imports, blockers, converting: bool) -> Iterator[Finding]:
+    """HVD090 on the keras3 target: the imports stay Keras 3; the first one's fix sets
+    ``KERAS_BACKEND=tensorflow`` above the file's imports (Horovod's TensorFlow ops need that
+    backend). A use no target runs (`keras3_blockers`) refuses the conversion, named here."""
+    env = ctx.env
+    why = getattr(ctx, "keras_target_reason", None)
+    chosen = f", chosen for {why}: no Keras 2 has it" if why else ""
+    related = [(node, what) for node, what, _ in blockers[:3]]
+    for i, (node, root) in enumerate(imports):
+        what = "`keras_core` is Keras 3" if root == "keras_core" else "standalone `keras` is Keras 3 (TensorFlow >= 2.16)"
+        fix = None
+        if blockers:
+            node0, _, reason = blockers[0]
+            more = f" (and {len(blockers) - 1} more)" if len(blockers) > 1 else ""
+            message = f"{what}, which no stack runs under Horovod here: not converted, line {node0.start_pos[0]}: {reason}{more}"
+        else:
+            message = (f"{what}: the keras3 target (Keras 3 on its TensorFlow backend{chosen}): Horovod's "
+                       "TensorFlow ops, through adapters written into the program")
+            edit = backend_env_edit(ctx.source, env) if i == 0 else None
+            if converting and edit is not None:
+                fix = Fix(f"run Keras 3 on its TensorFlow backend: `{BACKEND_ENV.split('  #')[0]}`", [edit], needs_setup=False)
         start, end = ctx.source.span(node)
         yield Finding("HVD090", start, end, message, SEVERITY_RESTRICTION, fix,
                       related=[Related(*ctx.source.span(n), m) for n, m in related])
@@ -219,8 +251,36 @@ def _xla(ctx: RuleContext, converting: bool = True) -> Iterator[Finding]:
     if FIT in summary.kinds:
         for call in env.index.by_method.get("compile", ()):
             arg = _true_keyword(call) if call.method == "compile" else None
-            if arg is not None and not ctx.blocked("HVD011", call.node):
+            if ctx.keras_target == "keras3" and call.method == "compile" and not ctx.blocked("HVD011", call.node):
+                found = _keras3_jit(ctx, call, arg, converting)
+                if found is not None:
+                    yield found
+            elif arg is not None and not ctx.blocked("HVD011", call.node):
                 yield _unjit(ctx, arg, "`compile(jit_compile=True)` compiles the fit step with XLA", converting)
+
+
+def _keras3_jit(ctx: RuleContext, call, arg, converting: bool) -> Finding | None:
+    """The keras3 target: Keras 3 compiles fit's step with XLA by default where there is a GPU
+    (``jit_compile="auto"``), so a Keras compile (one given an optimizer, a loss or metrics)
+    gets ``jit_compile=False`` (``True`` becomes ``False``; removing it would leave "auto")."""
+    if not any(call.keyword(k) is not None for k in ("optimizer", "loss", "metrics")):
+        return None            # (not a Keras compile: re.compile, a compile of the program's own)
+    given = call.keyword("jit_compile")
+    if given is not None and arg is None:
+        return None            # (False already, or a value the program decides)
+    node = arg if arg is not None else call.node
+    finding = _warn(ctx, "HVD091", node, "Keras 3 compiles the fit step with XLA on a GPU (`jit_compile` "
+                    "defaults to \"auto\"), and the conversion puts Horovod collectives in it, which XLA cannot "
+                    "compile (no XLA kernel for broadcast; allreduce on GPU only): the conversion sets "
+                    "`jit_compile=False`")
+    if converting:
+        if arg is not None:
+            start, end = ctx.source.span(arg)
+            edits = [Edit(start, end, "jit_compile=False")]
+        else:
+            edits = ctx.add_keyword(call, "jit_compile=False")
+        finding.fix = Fix("compile without XLA: `jit_compile=False` (no collective under XLA)", edits, needs_setup=False)
+    return finding
 
 
 def _unjit(ctx: RuleContext, arg, what: str, converting: bool, related=()) -> Finding:

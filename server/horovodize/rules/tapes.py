@@ -88,6 +88,8 @@ def tf_module_alias(ctx: RuleContext) -> str | None:
             return local
     if ctx.facts.uses_horovod:
         return None
+    if ctx.keras_target == "keras3":
+        return ctx.hvd          # (the set-up imports horovod.tensorflow itself as hvd)
     name = "hvd_tf"
     while name in ctx.env.index.names:
         name += "_"
