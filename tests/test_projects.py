@@ -434,3 +434,34 @@ def test_point_12_names_importers_through_a_package_and_notebooks(tmp_path):
     assert "partly done" in point12 and "regress/fitting.py is also imported by " in point12, point12
     named = point12.split("is also imported by ")[1].split(", outside")[0]
     assert sorted(named.split(", ")) == ["explore.ipynb", "line_b.py"], point12
+
+
+def test_a_callback_a_sibling_helper_returns_is_rank_0s_and_its_read_waits(tmp_path):
+    """helper_functions.py (mrdbourke's) returns the TensorBoard and ModelCheckpoint callbacks the
+    notebook passes to fit: they write, so rank 0 alone gets them (review 39f: every rank wrote
+    the same SavedModel directory, point 6 said done), and the load of the checkpoint after the
+    fit waits for rank 0 (its path filled in from the helper's default and the call's literal)."""
+    (tmp_path / "helper_functions.py").write_text(
+        "import datetime\nimport os\nimport tensorflow as tf\n\n\n"
+        "def create_tensorboard_callback(dir_name, experiment_name):\n"
+        "    log_dir = dir_name + '/' + experiment_name + '/' + datetime.datetime.now().strftime('%Y%m%d-%H%M%S')\n"
+        "    tensorboard_callback = tf.keras.callbacks.TensorBoard(log_dir=log_dir)\n"
+        "    return tensorboard_callback\n\n\n"
+        "def create_model_checkpoint(model_name, save_path='model_experiments'):\n"
+        "    return tf.keras.callbacks.ModelCheckpoint(filepath=os.path.join(save_path, model_name),\n"
+        "                                              save_best_only=True)\n")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\nfrom helper_functions import create_model_checkpoint, create_tensorboard_callback\n\n"
+        "x = tf.random.normal((64, 4))\ny = tf.reduce_sum(x, axis=1)\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer=tf.keras.optimizers.Adam(), loss='mae')\n"
+        "checkpoint = create_model_checkpoint('model_2')\n"
+        "model.fit(x, y, epochs=4, validation_data=(x, y),\n"
+        "          callbacks=[create_tensorboard_callback('logs', 'model_2'), checkpoint])\n"
+        "model = tf.keras.models.load_model('model_experiments/model_2')\n")
+    proc = run("convert", str(tmp_path / "train.py"), "--diff")
+    assert proc.returncode == 0, proc.stderr
+    assert ("*([create_tensorboard_callback('logs', 'model_2')] if hvd.rank() == 0 else []), "
+            "*([checkpoint] if hvd.rank() == 0 else [])]") in proc.stdout, proc.stdout
+    assert "+hvd.allreduce(tf.constant(0), name=\"barrier\")\n+model = tf.keras.models.load_model(" in proc.stdout
+    assert "helper_functions.py" not in proc.stdout      # (the helpers stay as they are)

@@ -70,7 +70,69 @@ class CallbackFacts:
             return "writing"      # the program's own callback whose methods only write
         if not q and depth < 3 and self._writing_base(call.callee_dotted()):
             return "writing"      # the program's own subclass of TensorBoard, ModelCheckpoint...
+        if depth < 3 and self.returned_callback(call) is not None:
+            return "writing"      # a helper of the program returning one (`create_model_checkpoint(name)`)
         return "other"
+
+    def returned_callback(self, call):
+        """The callback constructor call (``tf.keras.callbacks.ModelCheckpoint(...)``) whose
+        writing callback the program's own function `call` runs returns, through a name bound
+        in it (``create_tensorboard_callback(dir, name)`` returning ``tensorboard_callback``),
+        when every ``return`` of it returns one; else None. (A helper returning a list of
+        callbacks is followed by `callback_list` instead.)"""
+        target = self.env.call_target(call)
+        if target is None or target.type != "funcdef":
+            return None
+        returns = [r for r in N.walk(target) if r.type == "return_stmt"
+                   and N.enclosing(r, {"funcdef", "lambdef"}) is target]
+        made = []
+        for r in returns:
+            value = r.children[1] if len(r.children) > 1 else None
+            inner = N.as_call(value) if value is not None else None
+            if inner is None and value is not None and value.type == "name":
+                values = [v for _s, v, op in self.assignments(value.value, r) if not op and v is not None]
+                inner = N.as_call(values[0]) if len(values) == 1 else None
+            if inner is None or inner.node is not N.unparen(inner.node) or self.env.call_target(inner) is not None \
+                    or self.callback_kind(inner.node, inner.node, 3) != "writing":
+                return None
+            made.append(inner)
+        return made[0] if made else None
+
+    def schedule_function(self, call):
+        """The function (``def`` or ``lambda``) a ``LearningRateScheduler(schedule)`` call
+        sets the rate with: given inline, by the name of a local ``def``, or by a name bound
+        once to a lambda (``schedule = lambda epoch: ...``); else None."""
+        arg = call.keyword("schedule") or call.positional(0)
+        value = N.unparen(arg.value) if arg is not None else None
+        if value is not None and value.type == "name":
+            fn = self.env.function_named(value.value, call.node)
+            if fn is not None:
+                return fn
+            values = [v for _s, v, op in self.assignments(value.value, call.node) if not op and v is not None]
+            value = N.unparen(values[0]) if len(values) == 1 else None
+        return value if value is not None and value.type == "lambdef" else None
+
+    def epoch_scheduler(self, fit):
+        """The ``LearningRateScheduler`` among `fit`'s callbacks whose schedule reads the
+        epoch it is given (``lambda epoch: 1e-4 * 10**(epoch/20)``: a learning-rate sweep, one
+        rate per epoch), or None: such a fit's epochs are what the schedule counts."""
+        arg = fit.keyword("callbacks") or (fit.positional(5) if fit.method == "fit" else None)
+        for entry in self.callback_list(arg.value, fit.node).entries if arg is not None else ():
+            if entry.kind != "steering":
+                continue
+            made = [N.as_call(entry.node)] if N.as_call(entry.node) is not None else [
+                N.as_call(v) for _s, v, op in self.assignments(N.dotted(entry.node) or "", entry.node)
+                if v is not None and not op]
+            for call in made:
+                q = (canonical(self.env.callee_qualname(call)) or "") if call is not None else ""
+                fn = self.schedule_function(call) if q.endswith(".LearningRateScheduler") else None
+                try:
+                    params = [p.name.value for p in fn.get_params()] if fn is not None else []
+                except Exception:  # noqa: BLE001 - an error-recovered signature
+                    params = []
+                if params and any(n.type == "name" and n.value == params[0] for n in N.walk(fn.children[-1])):
+                    return call
+        return None
 
     def _writing_base(self, name: str | None) -> bool:
         """`name` is a class of the program derived from a Keras callback that writes

@@ -77,21 +77,22 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 def _scheduler_rates(ctx: RuleContext) -> Iterator[Finding]:
     """``LearningRateScheduler(schedule)`` sets the rate at each epoch to what ``schedule``
-    returns: a local function whose returns do not read the rate it is given (its second
-    parameter) replaces the scaled rate, so each value it returns is scaled."""
+    returns: a local function (or a lambda) whose returns do not read the rate it is given
+    (its second parameter) replaces the scaled rate, so each value it returns is scaled."""
     if _scaled_elsewhere(ctx):
         return
     for call in ctx.calls("LearningRateScheduler"):
-        arg = call.keyword("schedule") or call.positional(0)
-        fn = ctx.env.function_named(arg.value.value, call.node) if arg is not None and arg.value.type == "name" else None
+        fn = ctx.facts.schedule_function(call)
         if fn is None or ctx.blocked("HVD010", call.node):
             continue
         params = [p.name.value for p in fn.get_params()]
         reads_rate = len(params) > 1 and any(n.type == "name" and n.value == params[1] for n in N.walk(fn.children[-1]))
-        returns = [r.children[1] for r in ctx.env.index.returns.get(id(fn), []) if len(r.children) >= 2]
+        returns = [fn.children[-1]] if fn.type == "lambdef" else \
+            [r.children[1] for r in ctx.env.index.returns.get(id(fn), []) if len(r.children) >= 2]
         if reads_rate or not returns or any(mentions_hvd(v, ctx) or ctx.facts.contains_size(v) for v in returns):
             continue
-        yield finding(ctx, "HVD010", call.node, f"the rate `{fn.name.value}` returns replaces the optimizer's scaled "
+        what = f"`{fn.name.value}`" if fn.type == "funcdef" else "the schedule's lambda"
+        yield finding(ctx, "HVD010", call.node, f"the rate {what} returns replaces the optimizer's scaled "
                       "rate at each epoch and is not scaled by the number of ranks",
                       Fix(RULES["HVD010"][1], [e for v in returns for e in ctx.scale(v, "*")]))
 

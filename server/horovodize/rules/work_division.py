@@ -416,18 +416,26 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             # a file named for epoch k >= 2 read after the fit: with the epochs divided no rank may
             # reach epoch k, so the arrays are sliced instead, the epochs (and their names) kept
             reads = epoch_files_read(ctx, call)
-            sliced = slice_arrays(ctx, call) if reads else []
+            # (likewise a LearningRateScheduler whose schedule reads the epoch: a rate per epoch)
+            swept = None if reads else ctx.facts.epoch_scheduler(call)
+            sliced = slice_arrays(ctx, call) if reads or swept else []
             if sliced:
-                read, _path, epoch = max(reads, key=lambda r: r[2])
+                if swept:
+                    why = "its LearningRateScheduler sets the rate by the epoch"
+                else:
+                    read, _path, epoch = max(reads, key=lambda r: r[2])
+                    why = f"line {read.node.start_pos[0]} reads the file of epoch {epoch}"
                 yield finding(ctx, "HVD043", use.expr, "every rank trains on all the arrays for every epoch; the epochs "
-                              f"stay: line {read.node.start_pos[0]} reads the file of epoch {epoch}",
-                              Fix("Slice the arrays per rank, an equal share each", sliced))
+                              f"stay: {why}", Fix("Slice the arrays per rank, an equal share each", sliced))
                 continue
             count = epochs.value.get_code(include_prefix=False)
             for read, path, epoch in reads:
                 note(ctx, read.node, f"partly done: `{ctx.source.code(path)}` (line {read.node.start_pos[0]}) is the "
                      f"file of epoch {epoch}; with the epochs divided (int(math.ceil({count} / {ctx.hvd}.size()))) "
                      "no rank may reach that epoch: read the last epoch's file, or slice the arrays per rank")
+            if swept:
+                note(ctx, swept.node, "partly done: this LearningRateScheduler sets the rate by the epoch; with the "
+                     "epochs divided it runs only the first of them: slice the arrays per rank and keep the epochs")
             where = epochs_constant(ctx, call, epochs.value) or epochs.value
             yield finding(ctx, "HVD043", epochs.node, "every rank trains on all the arrays for every epoch",
                           Fix(RULES["HVD043"][1], divide_epochs(ctx, where)))

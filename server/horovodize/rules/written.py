@@ -214,11 +214,75 @@ def fit_writes(ctx: RuleContext, writes: list) -> None:
                             if p is not None:
                                 writes.append((_norm(ctx.source.code(p)), N.func_scope_of(call.node), call.node))
                     continue
+                made = facts.returned_callback(cb)
+                if made is not None:
+                    # a helper's callback (``create_model_checkpoint(model_name)`` returning
+                    # ``ModelCheckpoint(os.path.join(save_path, model_name))``): the path it
+                    # writes, its parameters filled in from this call
+                    p = path_of(made)
+                    text = helper_path(ctx, cb, p) if p is not None else None
+                    if text is not None:
+                        writes.append((text, N.func_scope_of(call.node), call.node))
+                    continue
                 p = path_of(cb)
                 if p is None:
                     continue
                 for text in texts(ctx, p):
                     writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def helper_path(ctx: RuleContext, call: N.Call, expr) -> str | None:
+    """The path text `expr`, a path in the body of the function `call` runs, names at that
+    call: string literals kept, its parameters replaced by the arguments given (or their
+    defaults) when those are literals, ``os.path.join`` and ``+`` followed, anything else a
+    ``{}`` field (``os.path.join(save_path, model_name)`` with ``save_path="model_experiments"``
+    and ``model_name=model_1.name``: ``"model_experiments/{}"``, which `path_matches` fills in).
+    None when nothing of it is literal."""
+    fn = ctx.env.call_target(call)
+    if fn is None or fn.type != "funcdef":
+        return None
+    text = _path_template(ctx, fn, call, expr, 0)
+    if not text or not text.replace("{}", "").strip("/"):
+        return None
+    return text if "{}" not in text else '"' + text + '"'
+
+
+def _path_template(ctx: RuleContext, fn, call: N.Call, node, depth: int) -> str:
+    node = N.unparen(node)
+    if depth > 4:
+        return "{}"
+    if node.type == "string":
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return "{}"
+        return re.sub(r"\{[^{}]*\}", "{}", value) if isinstance(value, str) else "{}"   # (a format field: any text)
+    if node.type == "arith_expr" and all(c == "+" for c in node.children[1::2]):
+        return "".join(_path_template(ctx, fn, call, c, depth + 1) for c in node.children[::2])
+    inner = N.as_call(node)
+    if inner is not None and inner.node is node and inner.callee_dotted() in ("os.path.join", "path.join") \
+            and inner.args and all(a.keyword is None for a in inner.args) and not inner.has_star():
+        return "/".join(_path_template(ctx, fn, call, a.value, depth + 1).rstrip("/") for a in inner.args)
+    if node.type == "name" and N.func_scope_of(node) is fn:
+        names = ctx.env.param_names(fn)
+        if node.value in names:
+            arg = call.keyword(node.value)
+            if arg is None and not call.has_star():
+                arg = call.positional(names.index(node.value) - (1 if ctx.env.is_method(fn) else 0))
+            if arg is not None:
+                value = arg.value
+            else:
+                try:
+                    value = next(p.default for p in fn.get_params() if p.name.value == node.value)
+                except Exception:  # noqa: BLE001 - an error-recovered signature
+                    value = None
+            # an argument is a literal of the caller's, or nothing known
+            return _path_template(ctx, None, call, value, depth + 1) if value is not None and \
+                value.type == "string" else "{}"
+        values = [v for _s, v, op in ctx.facts.assignments(node.value, node) if not op and v is not None]
+        if len(values) == 1:
+            return _path_template(ctx, fn, call, values[0], depth + 1)
+    return "{}"
 
 
 def epoch_files_read(ctx: RuleContext, fit: N.Call) -> list:
