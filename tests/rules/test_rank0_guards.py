@@ -254,13 +254,18 @@ def test_barrier_before_reading_what_rank0_wrote():
 
         ckpt = tf.train.Checkpoint(model=model)
         ckpt.save("ckpt/model")
-        if hvd.rank() == 0: ckpt.restore(tf.train.latest_checkpoint("ckpt"))
-        hvd.broadcast_variables(model.variables, root_rank=0)
+        hvd.allreduce(tf.constant(0), name="barrier")
+        ckpt.restore(tf.train.latest_checkpoint("ckpt"))
         other = tf.keras.models.load_model("elsewhere")
         """
     # (a Keras model loaded by load_model keeps the barrier: it cannot be broadcast as a value;
-    # the restore into the checkpoint's model is read on rank 0 and its variables broadcast)
+    # so does this restore: a Sequential with no input shape has no variables to broadcast yet)
     assert_rule(before, after, "HVD033")
+    built = before.replace("[tf.keras.layers.Dense(1)]", "[tf.keras.layers.Dense(1, input_shape=(3,))]")
+    assert_rule(built, after.replace("[tf.keras.layers.Dense(1)]", "[tf.keras.layers.Dense(1, input_shape=(3,))]").replace(
+        '        hvd.allreduce(tf.constant(0), name="barrier")\n        ckpt.restore(tf.train.latest_checkpoint("ckpt"))\n',
+        '        if hvd.rank() == 0: ckpt.restore(tf.train.latest_checkpoint("ckpt"))\n'
+        '        hvd.broadcast_variables(model.variables, root_rank=0)\n'), "HVD033")
 
 
 def test_save_of_a_path_on_an_unknown_object_is_a_write():

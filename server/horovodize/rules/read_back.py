@@ -150,16 +150,60 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
         parts.append({"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name))
     singles = [p for p in parts if "." not in p]
     parts = [p for p in parts if "." in p] + ([f"[{', '.join(singles)}]"] if singles else [])
+    after = N.simple_stmt_of(stmt)
+    for role, name in objects:
+        if role == "model" and f"{name}.variables" in parts:
+            built = _built_after(ctx, name, after)
+            if built is not None:
+                after = built         # (a model built after its load_weights: its variables exist only then)
+            elif not _built_before(ctx, name, stmt):
+                return None           # variables made at a later first call: nothing to broadcast here
     guard = ctx.guard_rank0(stmt)
     if guard is None:
         return None
     edits = [guard]
     if parts:
-        edits.append(ctx.insert_after_stmt(N.simple_stmt_of(stmt),
-                                           f"{mod}.broadcast_variables({' + '.join(parts)}, root_rank=0)"))
+        edits.append(ctx.insert_after_stmt(after, f"{mod}.broadcast_variables({' + '.join(parts)}, root_rank=0)"))
     what = "the weights" if call.method == "load_weights" else "the checkpoint"
     return finding(ctx, "HVD033", call.node, f"every rank reads {what} rank 0 saved: on another host the file is "
                    "not there", Fix(STATE if parts else STATE_CARRIED, edits))
+
+
+_BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "predict_on_batch", "summary")
+
+
+def _built_after(ctx: RuleContext, name: str, after):
+    """The statement right after `after`'s run of statements that builds model `name`
+    (``gen_model.build(input_shape=...)``, the Packt text generator), when the statements
+    between only read or restore it. None otherwise."""
+    siblings = after.parent.children if after.parent is not None else []
+    for nxt in siblings[siblings.index(after) + 1:] if after in siblings else ():
+        calls = list(N.calls_in(nxt)) if nxt.type == "simple_stmt" else None
+        if not calls:
+            return None
+        if any(c.receiver_dotted() == name and c.method == "build" for c in calls):
+            return nxt
+        if any(c.callee_dotted() == name or c.receiver_dotted() == name for c in calls):
+            return None
+    return None
+
+
+def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
+    """Model `name` has variables at `stmt`: a Keras application, a functional ``Model(inputs,
+    outputs)`` or a ``Sequential`` given its input shape (built as they are made), or a model
+    built, called or trained before it. A subclass, or a Sequential with no input shape, makes
+    its variables at its first call (a load_weights before that restores only then)."""
+    binding = ctx.env.lookup(name, stmt, "model")
+    made = N.as_call(binding.value) if binding is not None and binding.value is not None else None
+    q = (ctx.env.callee_qualname(made) or "") if made is not None else ""
+    text = made.node.get_code(include_prefix=False) if made is not None else ""
+    if ".applications." in q or q.endswith((".Model", ".models.Model")) or \
+            q.endswith("Sequential") and ("input_shape" in text or "Input(" in text or "InputLayer" in text):
+        return True
+    start = binding.stmt.end_pos if binding is not None else (0, 0)
+    return any(start <= c.node.start_pos < stmt.start_pos and (
+        c.callee_dotted() == name or c.receiver_dotted() == name and c.method in _BUILDS)
+        for c, _owner in ctx.env.index.calls)
 
 
 def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | None:

@@ -390,8 +390,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             if pipe is not None or use.expr is None:
                 continue           # a dataset built elsewhere: nothing safe to divide
-            small = one_batch(ctx, call)
-            if small:
+            if small := one_batch(ctx, call):
                 note(ctx, call.node, small)
                 continue
             epochs = call.keyword("epochs") or call.positional(FIT_EPOCHS_POS)
@@ -420,11 +419,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             swept = None if reads else ctx.facts.epoch_scheduler(call)
             sliced = slice_arrays(ctx, call) if reads or swept else []
             if sliced:
-                if swept:
-                    why = "its LearningRateScheduler sets the rate by the epoch"
-                else:
-                    read, _path, epoch = max(reads, key=lambda r: r[2])
-                    why = f"line {read.node.start_pos[0]} reads the file of epoch {epoch}"
+                read, _path, epoch = max(reads, key=lambda r: r[2]) if reads else (None, None, 0)
+                why = f"line {read.node.start_pos[0]} reads the file of epoch {epoch}" if read else \
+                    "its LearningRateScheduler sets the rate by the epoch"
                 yield finding(ctx, "HVD043", use.expr, "every rank trains on all the arrays for every epoch; the epochs "
                               f"stay: {why}", Fix("Slice the arrays per rank, an equal share each", sliced))
                 continue
