@@ -74,7 +74,7 @@ def test_r1_the_same_import_again_below_code_does_not_block(check):
     the set-up follows the first import; the second binds the same name to the same module."""
     r = check("import tensorflow as tf\nprint(tf.__version__)\nimport tensorflow as tf\n"
               "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
-              "model.compile(optimizer='sgd', loss='mse')\nmodel.fit([1., 2.], [2., 4.], epochs=5)\n")
+              "model.compile(optimizer='sgd', loss='mse')\nmodel.fit(x, y, epochs=5)\n")
     assert not r.analysis.refused
     out = r.analysis.converted()
     assert out.startswith("import tensorflow as tf\nimport math\nimport horovod.tensorflow.keras as hvd\nhvd.init()\n")
