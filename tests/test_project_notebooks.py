@@ -112,6 +112,14 @@ def test_to_script_waits_for_the_modules_then_writes_the_program(tmp_path):
     compile(text, str(script), "exec")
     assert "# %matplotlib inline" in text and "hvd.init()" in text and "import data" in text
     assert f"horovodrun -np 2 -H localhost:2 python {script}" in proc.stderr
+    # a shell line the script comments out is named, as for a notebook alone
+    raw = json.loads((project / "train.ipynb").read_text(encoding="utf-8"))
+    first = next(c for c in raw["cells"] if c["cell_type"] == "code")
+    first["source"] = ["!wget -q https://example.com/data.npz\n"] + list(first["source"])
+    (project / "train.ipynb").write_text(json.dumps(raw), encoding="utf-8")
+    again = run("convert", str(project / "train.ipynb"), "--to-script", str(script))
+    assert again.returncode == 0, again.stderr
+    assert ":1: `!wget -q https://example.com/data.npz` is commented out in the script" in again.stderr
 
 
 def test_a_notebook_that_imports_no_project_module_is_converted_alone(tmp_path):

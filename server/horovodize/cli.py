@@ -620,7 +620,7 @@ def convert_program_files(entry: Path, root: Path, args, done: dict, prepared=No
         if conv.refused:
             print(f"{entry}: refused; {args.to_script} not written", file=sys.stderr)
         else:
-            _write_out(Path(args.to_script), nbc.script())
+            _write_out(Path(args.to_script), nbc.script(lambda m: print(f"{entry}:{m}", file=sys.stderr)))
     elif not whole:            # only the entry changes: printed (or -o) as for one file
         _write_out(Path(args.output), files[0].after) if args.output else sys.stdout.write(files[0].after)
     if conv.refused:

@@ -115,7 +115,8 @@ class CallbackFacts:
     def epoch_scheduler(self, fit):
         """The ``LearningRateScheduler`` among `fit`'s callbacks whose schedule reads the
         epoch it is given (``lambda epoch: 1e-4 * 10**(epoch/20)``: a learning-rate sweep, one
-        rate per epoch), or None: such a fit's epochs are what the schedule counts."""
+        rate per epoch) or the rate (``lambda epoch, lr: lr * 0.95``: a decay at each epoch's
+        start), or None: such a fit's epochs are what the schedule counts."""
         arg = fit.keyword("callbacks") or (fit.positional(5) if fit.method == "fit" else None)
         for entry in self.callback_list(arg.value, fit.node).entries if arg is not None else ():
             if entry.kind != "steering":
@@ -130,7 +131,7 @@ class CallbackFacts:
                     params = [p.name.value for p in fn.get_params()] if fn is not None else []
                 except Exception:  # noqa: BLE001 - an error-recovered signature
                     params = []
-                if params and any(n.type == "name" and n.value == params[0] for n in N.walk(fn.children[-1])):
+                if params and any(n.type == "name" and n.value in params[:2] for n in N.walk(fn.children[-1])):
                     return call
         return None
 

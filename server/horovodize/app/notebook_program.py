@@ -42,8 +42,8 @@ class NotebookChange:
         """The unified diff per changed cell."""
         return self.nb.diff(name, self.new_cells)
 
-    def script(self) -> str:
-        return self.nb.script(self.new_cells)
+    def script(self, warn=None) -> str:
+        return self.nb.script(self.new_cells, warn)
 
     def cells(self, path: Path | None, line: int) -> tuple[int, int] | None:
         """(cell, line in it) of a line of the notebook's program; None for another file."""

@@ -227,8 +227,32 @@ def fit_writes(ctx: RuleContext, writes: list) -> None:
                 p = path_of(cb)
                 if p is None:
                     continue
+                helper = _helper_call(ctx, arg.value, cb, call)
+                if helper is not None:
+                    # a callback made in a helper that returns a list of them (``get_callbacks(name)``):
+                    # its path with the helper's parameters filled in from the call
+                    text = helper_path(ctx, helper, p)
+                    if text is not None:
+                        writes.append((text, N.func_scope_of(call.node), call.node))
+                    continue
                 for text in texts(ctx, p):
                     writes.append((text, N.func_scope_of(call.node), call.node))
+
+
+def _helper_call(ctx: RuleContext, value, cb: N.Call, fit: N.Call) -> N.Call | None:
+    """The call, in a fit's ``callbacks=`` (or in the assignment of the name given there), of
+    the program's function in which `cb` is made; None when `cb` is made where the fit is."""
+    fn = N.func_scope_of(cb.node)
+    if fn is None or fn.type != "funcdef" or fn is N.func_scope_of(fit.node):
+        return None
+    values = [value]
+    if N.unparen(value).type == "name":
+        values += [v for _s, v, op in ctx.facts.assignments(N.unparen(value).value, fit.node) if not op and v is not None]
+    for v in values:
+        for c in N.calls_in(v):
+            if ctx.env.call_target(c) is fn:
+                return c
+    return None
 
 
 def helper_path(ctx: RuleContext, call: N.Call, expr) -> str | None:
@@ -276,13 +300,25 @@ def _path_template(ctx: RuleContext, fn, call: N.Call, node, depth: int) -> str:
                     value = next(p.default for p in fn.get_params() if p.name.value == node.value)
                 except Exception:  # noqa: BLE001 - an error-recovered signature
                     value = None
-            # an argument is a literal of the caller's, or nothing known
+            # an argument is a literal of the caller's, a model's literal name, or nothing known
+            value = _model_name(ctx, value, call.node) if value is not None else None
             return _path_template(ctx, None, call, value, depth + 1) if value is not None and \
                 value.type == "string" else "{}"
         values = [v for _s, v, op in ctx.facts.assignments(node.value, node) if not op and v is not None]
         if len(values) == 1:
             return _path_template(ctx, fn, call, values[0], depth + 1)
     return "{}"
+
+
+def _model_name(ctx: RuleContext, value, at):
+    """``model.name`` of a model made with ``name="m1"``: that literal; else `value` itself."""
+    if value.type != "atom_expr" or value.get_code(include_prefix=False).count(".") != 1 or \
+            not value.get_code(include_prefix=False).endswith(".name"):
+        return value
+    binding = ctx.env.lookup(value.children[0].value, at, "model") if value.children[0].type == "name" else None
+    made = N.as_call(binding.value) if binding is not None and binding.value is not None else None
+    named = made.keyword("name") if made is not None else None
+    return named.value if named is not None and named.value.type == "string" else value
 
 
 def epoch_files_read(ctx: RuleContext, fit: N.Call) -> list:
