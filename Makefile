@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # stale or missing build only means those modules run from their .py (never a wrong answer).
 NATIVE := server/horovodize/_native/manifest.json
 
-.PHONY: demo test test-setup quick-tiers editor-env test-fast test-horovod test-stack2 test-stack-tfnew test-vscode venv native hvd-env hvd-env-tf216 hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
+.PHONY: demo test test-setup quick-tiers editor-env test-fast test-horovod test-stack2 test-vscode venv native hvd-env hvd-env-tfnew hvd-smoke-tfnew vscode-env vsix bench clean
 
 # The venv in two steps: what the demo runs (the package, from source: seconds), then what
 # the suite, the bench and the compiled modules need on top.
@@ -54,15 +54,9 @@ vsix:
 hvd-env:
 	bash scripts/hvd_env.sh
 
-# The second stack (Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0, horovod 0.28.1 built
-# against them with Gloo): a Horovod build, so not part of `make test`. Build log:
-# .cache/hvd-venv-tf216.build.log.
-hvd-env-tf216:
-	nice -n 10 bash scripts/hvd_env.sh tf216
-
-# The newest stack Horovod 0.28.1 builds against (docs/stacks.md): Python 3.11, tensorflow-cpu
-# 2.21.0, Keras 3.15.1, horovod 0.28.1 from its sdist with xla_mpi_ops.cc's includes patched and
-# Debian's highwayhash/farmhash headers. Not part of `make test`. One build job at low priority
+# The second stack, the newest Horovod 0.28.1 builds against (docs/stacks.md): Python 3.11,
+# tensorflow-cpu 2.21.0, Keras 3.15.1, tf_keras 2.21.0, horovod 0.28.1 from its sdist with
+# xla_mpi_ops.cc's includes patched and Debian's highwayhash/farmhash headers. Not part of `make test`. One build job at low priority
 # (HVD_ENV_JOBS=2 to use both cores). Build log: .cache/hvd-venv-tfnew.build.log.
 HVD_ENV_JOBS ?= 1
 hvd-env-tfnew:
@@ -93,7 +87,7 @@ vscode-env:
 QUICK := -m "not horovod and not vscode"
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j2 -Oline hvd-env quick-tiers
-	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 3 --dist load -m "horovod and not stack_tfnew"
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 3 --dist load -m "horovod and not stack2 and not stack_tfnew"
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -m vscode
 
 quick-tiers: editor-env
@@ -115,17 +109,15 @@ test-fast: $(STAMP)
 
 # The Horovod run tier only: converted programs on 2 ranks (horovodrun --gloo), three at a time.
 test-horovod: $(STAMP) hvd-env
-	$(PY) -m pytest -n 3 --dist load -m "horovod and not stack_tfnew"
+	$(PY) -m pytest -n 3 --dist load -m "horovod and not stack2 and not stack_tfnew"
 
-# The second-stack runs (converted Keras programs on TF 2.16 + tf_keras, 2 ranks) and its doctor verdict.
-test-stack2: $(STAMP) hvd-env-tf216
-	$(PY) -m pytest -m stack2
-
-# The newest stack's runs (TF 2.21 + Keras 3.15, horovod 0.28.1 patched; docs/stacks.md): Keras 3
-# programs converted with --keras-target keras3 and their hand-distributed twins, 2 ranks, weights
-# equal (docs/keras3.md). A Horovod build (~11 min on one core), so not part of `make test`.
-test-stack-tfnew: $(STAMP) hvd-env-tfnew
-	$(PY) -m pytest -m stack_tfnew
+# The second stack's runs (TF 2.21 + Keras 3.15 + tf_keras 2.21, horovod 0.28.1 patched;
+# docs/stacks.md), 2 ranks, weights equal: Keras 3 programs converted with --keras-target keras3
+# and their hand-distributed twins (docs/keras3.md, marker stack_tfnew), Keras 2 programs converted
+# with --keras-target tf_keras under TF_USE_LEGACY_KERAS=1, and the doctor's verdicts (marker
+# stack2). A Horovod build (~11 min on one core), so not part of `make test`.
+test-stack2: $(STAMP) hvd-env-tfnew
+	$(PY) -m pytest -m "stack2 or stack_tfnew"
 
 # The real-editor test only (code-server + headless Chromium).
 test-vscode: $(STAMP) vscode-env

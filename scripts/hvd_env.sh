@@ -4,15 +4,13 @@
 #   .cache/hvd-venv  -- Python 3.11, tensorflow-cpu 2.15.1, horovod 0.28.1 (Gloo, no MPI),
 #                       matplotlib (programs that plot: displays on rank 0 only), ray 2.6.3
 #                       (horovod.ray.RayExecutor: the Ray recipe of `horovodize launch`)
-# or, with the argument `tf216`, the second stack used by the `stack2` tests:
-#   .cache/hvd-venv-tf216 -- Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0 (and the
-#   Keras 3 that TF 2.16 pulls in), horovod 0.28.1 built from source against it (Gloo, no MPI);
-#   its build log is kept in .cache/hvd-venv-tf216.build.log.
-# or, with the argument `tf-new`, the newest stack Horovod 0.28.1 builds against (docs/stacks.md):
+# or, with the argument `tf-new`, the second stack: the newest Horovod 0.28.1 builds against
+# (docs/stacks.md), used by the `stack2` and `stack_tfnew` tests (`make test-stack2`):
 #   .cache/hvd-venv-tfnew -- Python 3.11, tensorflow-cpu 2.21.0, Keras 3.15.1 (`import keras`),
-#   horovod 0.28.1 built from its sdist, patched (xla_mpi_ops.cc's XLA includes moved to xla/...),
-#   with Debian's highwayhash and farmhash headers, which TF 2.21's wheel includes but does not
-#   ship; its build log is kept in .cache/hvd-venv-tfnew.build.log.
+#   tf_keras 2.21.0 (the Keras 2 that TF_USE_LEGACY_KERAS=1 selects), horovod 0.28.1 built from
+#   its sdist, patched (xla_mpi_ops.cc's XLA includes moved to xla/...), with Debian's highwayhash
+#   and farmhash headers, which TF 2.21's wheel includes but does not ship; its build log is kept
+#   in .cache/hvd-venv-tfnew.build.log.
 # HVD_ENV_JOBS sets the build's parallelism (make -jN; default: every core).
 # Idempotent: a stamp file is written only after `horovodrun --check-build`
 # reports TensorFlow and Gloo, so a second run returns at once.
@@ -29,32 +27,25 @@ case "$PROFILE" in
         # dependencies resolve next to these pins without moving numpy or protobuf)
         TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.15.1 matplotlib==3.8.4 ray==2.6.3)
         ;;
-    tf216)
-        VENV=.cache/hvd-venv-tf216
-        # keras 3 is a dependency of TF 2.16 (`import keras` is Keras 3 there); tf_keras is
-        # the Keras 2 that TF_USE_LEGACY_KERAS=1 selects. Every version is pinned.
-        TF_PINS=(numpy==1.26.4 tensorflow-cpu==2.16.2 tf_keras==2.16.0 keras==3.15.1
-                 tensorboard==2.16.2 ml-dtypes==0.3.2 h5py==3.11.0 protobuf==4.25.3)
-        ;;
     tf-new)
         VENV=.cache/hvd-venv-tfnew
-        # TF 2.21's own dependencies at the versions it resolved to on 2026-11-29, pinned; no
-        # tf_keras (Keras 3 only: the stack the Keras 3 smoke test, scripts/hvd_smoke_keras3.py, runs on).
+        # TF 2.21's own dependencies at the versions it resolved to on 2026-11-29, pinned.
         TF_PINS=(numpy==2.4.6 tensorflow-cpu==2.21.0 keras==3.15.1 ml-dtypes==0.6.0
                  h5py==3.14.0 protobuf==7.36.2 absl-py==2.5.1 flatbuffers==25.12.19
                  gast==0.7.0 grpcio==1.85.3 optree==0.20.0 wrapt==2.5.2)
         # The horovod 0.28.1 sdist, by hash (it is patched before the build).
         HVD_SDIST_SHA256=92a43f5a94c43907a56805bad15f19700c62ffc83b7ca483f9e104e229f67ef0
+        # tf_keras 2.21.0 requires the `tensorflow` distribution (the GPU one, 600 MB) by name,
+        # which tensorflow-cpu provides: installed without its dependencies.
+        NO_DEPS_PINS=(tf_keras==2.21.0)
         ;;
-    *) echo "hvd-env: unknown profile $PROFILE (tf215, tf216 or tf-new)" >&2; exit 2 ;;
+    *) echo "hvd-env: unknown profile $PROFILE (tf215 or tf-new)" >&2; exit 2 ;;
 esac
 # Bump this key whenever a pin below changes: it invalidates the stamp.
 if [[ "$PROFILE" == tf215 ]]; then
     KEY="py3.11 tensorflow-cpu==2.15.1 horovod==0.28.1 numpy==1.26.4 matplotlib==3.8.4 ray==2.6.3 gloo v3"
-elif [[ "$PROFILE" == tf-new ]]; then
-    KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1+xla-include-patch gloo v1"
 else
-    KEY="py3.11 ${TF_PINS[*]} horovod==0.28.1 gloo v1"
+    KEY="py3.11 ${TF_PINS[*]} ${NO_DEPS_PINS[*]} horovod==0.28.1+xla-include-patch gloo v1"
 fi
 STAMP="$VENV/.hvd-env-ok"
 
@@ -65,7 +56,7 @@ fi
 
 log() { echo "hvd-env: $*"; }
 
-# The second and newest stacks keep their build log (a build, not a cached install, is what may
+# The second stack keeps its build log (a build, not a cached install, is what may
 # fail there).
 if [[ "$PROFILE" != tf215 ]]; then
     mkdir -p .cache
@@ -142,6 +133,9 @@ log "installing build dependencies and TensorFlow"
     setuptools==69.5.1 wheel==0.43.0 packaging==24.0 \
     psutil==5.9.8 cloudpickle==3.0.0 pyyaml==6.0.1 cffi==1.16.0 \
     "${TF_PINS[@]}"
+if [[ -n "${NO_DEPS_PINS:-}" ]]; then
+    "${PIP[@]}" install -q --no-deps "${NO_DEPS_PINS[@]}"
+fi
 
 # Build horovod only when it is missing or lacks the TensorFlow/Gloo ops.
 if ! "$VENV/bin/python" -c 'import horovod, horovod.tensorflow as h; assert horovod.__version__ == "0.28.1"; assert h.gloo_built()' 2>/dev/null; then

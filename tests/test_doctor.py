@@ -272,22 +272,23 @@ def test_tf216_verdict_comes_from_the_run_probe():
     assert "Runs (probed)" in doctor.render(report) and "tape: fails" in doctor.render(report)
 
 
-STACK2_PYTHON = ROOT / ".cache" / "hvd-venv-tf216" / "bin" / "python"
+STACK2_PYTHON = ROOT / ".cache" / "hvd-venv-tfnew" / "bin" / "python"
 
 
 @pytest.mark.horovod
 @pytest.mark.stack2
 @pytest.mark.skipif(not STACK2_PYTHON.exists(), reason=f"second stack not built ({STACK2_PYTHON.parent.parent}): "
-                    "run `make hvd-env-tf216` (a Horovod build) or `make test-stack2`")
+                    "run `make hvd-env-tfnew` (a Horovod build) or `make test-stack2`")
 def test_stack2_verdict_from_what_runs():
-    """TF 2.16.2 + tf_keras 2.16.0 + Horovod 0.28.1: the probe trains with DistributedOptimizer,
-    the broadcast callback and the tape (ready), and finds Horovod's callbacks failing (a
-    warning whose fix is the tf_keras conversion target). Without TF_USE_LEGACY_KERAS=1 in
-    the environment, the same plus the variable's warning."""
+    """TF 2.21.0 + tf_keras 2.21.0 + Keras 3.15.1 + Horovod 0.28.1: the probe trains with
+    DistributedOptimizer, the broadcast callback and the tape (ready), and finds Horovod's
+    callbacks failing (a warning whose fix is the tf_keras conversion target). Without
+    TF_USE_LEGACY_KERAS=1 in the environment, the same plus the variable's warning. For the
+    keras3 target, ready with Keras 3 (docs/keras3.md)."""
     proc, rep = doctor_cli(STACK2_PYTHON, TF_USE_LEGACY_KERAS="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert rep["verdict"] == "ready" and rep["summary"].startswith(
-        "ready: TensorFlow 2.16.2, tf_keras 2.16.0, Horovod 0.28.1 (TensorFlow, Gloo")
+        "ready: TensorFlow 2.21.0, tf_keras 2.21.0, Horovod 0.28.1 (TensorFlow, Gloo")
     runs = rep["runs"]
     assert {k: runs[k] for k in ("import", "fit", "tape")} == {"import": "ok", "fit": "ok", "tape": "ok"}, runs
     assert runs["metric_average"] == "AttributeError: module 'keras.backend' has no attribute 'constant'", runs
@@ -295,3 +296,11 @@ def test_stack2_verdict_from_what_runs():
     assert titles(rep, "warning") == ["Horovod's Keras callbacks fail on this TensorFlow"]
     assert fixes(rep)[0].startswith("horovodize convert --keras-target tf_keras FILE")
     assert not titles(rep, "error")
+    exe = Path(sys.executable).parent / "horovodize"
+    proc = subprocess.run([str(exe), "doctor", "--python", str(STACK2_PYTHON), "--keras-target", "keras3",
+                           "--format", "json"], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"})
+    rep = json.loads(proc.stdout)
+    assert proc.returncode == 0 and rep["summary"].startswith(
+        "ready: TensorFlow 2.21.0, Keras 3.15.1, Horovod 0.28.1 (TensorFlow, Gloo"), proc.stdout
+    assert "Keras 3.15.1: the keras3 target runs here" in titles(rep, "info") and not titles(rep, "warning")

@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 DEFAULT_HVD_PYTHON = REPO / ".cache" / "hvd-venv" / "bin" / "python"
-# The second stack (`make hvd-env-tf216`): TF 2.16.2 + tf_keras 2.16.0 + horovod 0.28.1 (Gloo).
-STACK2_PYTHON = REPO / ".cache" / "hvd-venv-tf216" / "bin" / "python"
-# The newest stack (`make hvd-env-tfnew`): TF 2.21.0 + Keras 3.15.1 + horovod 0.28.1 (Gloo, patched);
-# HOROVODIZE_TFNEW_PYTHON names another build of it (a worktree's own .cache has none).
+# The second stack, the newest Horovod 0.28.1 builds against (`make hvd-env-tfnew`): TF 2.21.0 +
+# Keras 3.15.1 + tf_keras 2.21.0 + horovod 0.28.1 (Gloo, patched); HOROVODIZE_TFNEW_PYTHON names
+# another build of it (a worktree's own .cache has none).
 TFNEW_PYTHON = Path(os.environ.get("HOROVODIZE_TFNEW_PYTHON") or REPO / ".cache" / "hvd-venv-tfnew" / "bin" / "python")
+STACK2_PYTHON = TFNEW_PYTHON
 RUN_TIMEOUT = float(os.environ.get("HOROVODIZE_RUN_TIMEOUT", "240"))
 
 # horovodrun --gloo prefixes each line with "[<rank>]<stdout>:" or "[<rank>]<stderr>:".

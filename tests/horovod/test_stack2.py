@@ -1,7 +1,7 @@
-"""The second stack (``make test-stack2``): Python 3.11, tensorflow-cpu 2.16.2, tf_keras 2.16.0
-(Keras 3 installed beside it, as TF 2.16 requires) and horovod 0.28.1 built from source
-against them with Gloo, in .cache/hvd-venv-tf216 (`make hvd-env-tf216`). Skipped, with the
-reason, when that venv is not built: it is a Horovod build, too heavy for `make test`.
+"""The second stack (``make test-stack2``): Python 3.11, tensorflow-cpu 2.21.0, Keras 3.15.1,
+tf_keras 2.21.0 and horovod 0.28.1 built from source against them with Gloo, in
+.cache/hvd-venv-tfnew (`make hvd-env-tfnew`). Skipped, with the reason, when that venv is not
+built: it is a Horovod build, too heavy for `make test`.
 
 Keras 3-era programs (standalone ``import keras``, Keras 2 API only) are converted with
 ``--keras-target tf_keras`` and run on 2 ranks with ``TF_USE_LEGACY_KERAS=1``: identical
@@ -20,7 +20,7 @@ import pytest
 pytestmark = [pytest.mark.horovod, pytest.mark.stack2, pytest.mark.timeout(600),
               pytest.mark.skipif(not (H.STACK2_PYTHON.exists() and (H.STACK2_PYTHON.parent / "horovodrun").exists()),
                                  reason=f"second stack not built ({H.STACK2_PYTHON.parent.parent}): "
-                                        "run `make hvd-env-tf216` (a Horovod build) or `make test-stack2`")]
+                                        "run `make hvd-env-tfnew` (a Horovod build) or `make test-stack2`")]
 SIZE = 2
 LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
 
@@ -38,12 +38,12 @@ def run_converted(name, tmp_path):
     return converted.read_text(), run, info
 
 
-def test_fit_with_callbacks_on_tf216_tf_keras(horovodize_exe, tmp_path):
+def test_fit_with_callbacks_on_tf221_tf_keras(horovodize_exe, tmp_path):
     text, run, info = run_converted("stack2_keras_fit.py", tmp_path)
     assert "import tf_keras as keras\nfrom tf_keras import layers\n" in text
     assert "MetricAverageCallback()," in text and "hvd.callbacks.MetricAverageCallback()" not in text
     reports = run.reports
-    assert all(rep["keras"].startswith("tf_keras 2.16") for rep in reports.values()), info
+    assert all(rep["keras"].startswith("tf_keras 2.21") for rep in reports.values()), info
     checksums = [reports[r]["checksum"] for r in range(SIZE)]
     assert all(same(c, checksums[0]) for c in checksums), f"ranks' weights differ: {checksums}\n{info}"
     for rep in reports.values():
@@ -60,7 +60,7 @@ def test_fit_with_callbacks_on_tf216_tf_keras(horovodize_exe, tmp_path):
     assert (out / "fit-ckpt-rank0" / "model.keras").exists() and not (out / "fit-ckpt-rank1" / "model.keras").exists(), info
 
 
-def test_tape_loop_on_tf216_tf_keras(horovodize_exe, tmp_path):
+def test_tape_loop_on_tf221_tf_keras(horovodize_exe, tmp_path):
     text, run, info = run_converted("stack2_tape.py", tmp_path)
     assert "import tf_keras as keras\n" in text and "hvd.DistributedGradientTape(tape)" in text
     reports = run.reports
@@ -71,7 +71,7 @@ def test_tape_loop_on_tf216_tf_keras(horovodize_exe, tmp_path):
         assert rep["steps"] == 2 * (512 // SIZE // 32), info      # the dataset is sharded
 
 
-def test_horovod_callbacks_on_tf216_tf_keras(tmp_path):
+def test_horovod_callbacks_on_tf221_tf_keras(tmp_path):
     """What Horovod 0.28.1's own Keras callbacks do on this stack (why the tf_keras target
     emits a stand-in for MetricAverageCallback and no warm-up): recorded, per rank."""
     run = H.horovodrun(H.PROGRAMS / "stack2_hvd_callbacks.py", tmp_path, np=SIZE, env=LEGACY, python=H.STACK2_PYTHON)

@@ -1,4 +1,4 @@
-"""The newest stack (``make test-stack-tfnew``): Python 3.11, tensorflow-cpu 2.21.0, Keras 3.15.1
+"""The newest stack (``make test-stack2``): Python 3.11, tensorflow-cpu 2.21.0, Keras 3.15.1
 and horovod 0.28.1 built against them with Gloo (docs/stacks.md), in .cache/hvd-venv-tfnew
 (`make hvd-env-tfnew`; HOROVODIZE_TFNEW_PYTHON names another build). Skipped, with the
 reason, when it is not built: a Horovod build, too heavy for `make test`.
@@ -20,7 +20,7 @@ import pytest
 pytestmark = [pytest.mark.horovod, pytest.mark.stack_tfnew, pytest.mark.timeout(900),
               pytest.mark.skipif(not (H.TFNEW_PYTHON.exists() and (H.TFNEW_PYTHON.parent / "horovodrun").exists()),
                                  reason=f"newest stack not built ({H.TFNEW_PYTHON.parent.parent}): "
-                                        "run `make hvd-env-tfnew` (a Horovod build) or `make test-stack-tfnew`")]
+                                        "run `make hvd-env-tfnew` (a Horovod build) or `make test-stack2`")]
 SIZE = 2
 BACKEND = {"KERAS_BACKEND": "tensorflow"}
 # (original, its hand-distributed twin)

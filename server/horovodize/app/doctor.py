@@ -169,7 +169,7 @@ class Report:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             return f"{self.verdict}: {first}{more}"
         parts = [f"TensorFlow {self.tensorflow}"]
-        if self.tf_keras:
+        if self.tf_keras and self.keras_target != "keras3":
             parts.append(f"tf_keras {self.tf_keras}")
         elif self.keras:
             parts.append(f"Keras {self.keras}")
