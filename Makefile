@@ -87,11 +87,11 @@ vscode-env:
 QUICK := -m "not horovod and not vscode"
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j2 -Oline hvd-env quick-tiers
-	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 3 --dist load -m "horovod and not stack2 and not stack_tfnew"
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 3 --dist load --durations=25 -m "horovod and not stack2 and not stack_tfnew"
 	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -m vscode
 
 quick-tiers: editor-env
-	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile $(QUICK)
+	HOROVODIZE_EXPECT_NATIVE=1 $(PY) -m pytest -n 2 --dist loadfile --durations=25 $(QUICK)
 
 # Every environment the suite needs, in two lines side by side: the Horovod environment (a
 # TensorFlow install and a Horovod build), and the project venv, its compiled modules, then the
@@ -105,11 +105,11 @@ editor-env: $(NATIVE)
 
 # The quick tiers only (no Horovod runs, no browser): for the edit-test loop.
 test-fast: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile $(QUICK)
+	$(PY) -m pytest -n 2 --dist loadfile --durations=25 $(QUICK)
 
 # The Horovod run tier only: converted programs on 2 ranks (horovodrun --gloo), three at a time.
 test-horovod: $(STAMP) hvd-env
-	$(PY) -m pytest -n 3 --dist load -m "horovod and not stack2 and not stack_tfnew"
+	$(PY) -m pytest -n 3 --dist load --durations=25 -m "horovod and not stack2 and not stack_tfnew"
 
 # The second stack's runs (TF 2.21 + Keras 3.15 + tf_keras 2.21, horovod 0.28.1 patched;
 # docs/stacks.md), 2 ranks, weights equal: Keras 3 programs converted with --keras-target keras3

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from horovodize.app import verify
@@ -113,6 +116,16 @@ def test_weights_first_differing_variable():
     assert c.status == "FAIL" and "rank 1 differs from rank 0 in variable dense/bias:0 (1 of 2 differ)" in c.reason
     c = evaluate(ctx(), *runs(r0={"weights": {"model model: k": "1"}}, r1={"weights": {"model model: k": "2"}}))
     assert c["same weights"].line == 3         # `model = make()`
+
+
+def test_weights_of_a_model_on_rank_0_only_are_named_not_compared():
+    # `best = load_model(path)` under a rank-0 guard, to evaluate: rank 1 has no such model
+    w0 = {"model model: k": "1", "model best: k": "9"}
+    c = evaluate(ctx(), *runs(r0={"weights": w0}, r1={"weights": {"model model: k": "1"}}))["same weights"]
+    assert c.status == "PASS" and "1 Keras model(s)" in c.reason and "on rank 0 only, not compared: model best" in c.reason
+    # a model both ranks have, with a variable missing on one: still a difference
+    c = evaluate(ctx(), *runs(r0={"weights": w0}, r1={"weights": {"model model: k": "1", "model best: j": "9"}}))
+    assert c["same weights"].status == "FAIL"
 
 
 def test_prints_noise_passes_a_print_fails_at_its_line():
@@ -244,6 +257,19 @@ def test_two_hosts_c_code_reads_and_missing_files():
     assert c.status == "FAIL" and "read ckpt/checkpoint, which only host 0 wrote" in c.reason
 
 
+def test_two_hosts_a_listing_reads_what_was_written_in_the_folder():
+    # `max(os.listdir("ckpt"))` on host 1: host 0 made the folder and wrote in it; host 1 made
+    # the folder too (makedirs on every rank) but wrote nothing there
+    w = {"writes": [["os.mkdir", f"{H0}/cwd/ckpt", 5, 9.0], ["open", f"{H0}/cwd/ckpt/ckpt-1.index", 6, 10.0]]}
+    r = {"writes": [["os.mkdir", f"{H1}/cwd/ckpt", 5, 9.0]], "reads": [[f"{H1}/cwd/ckpt/", 7, 11.0]]}
+    c = evaluate(hosts_ctx(), *runs(r0=w, r1=r))["own disks"]
+    assert (c.status, c.rank, c.line) == ("FAIL", 1, 5), c
+    assert c.reason.startswith("host 1 (rank 1) read ckpt/ckpt-1.index, which only host 0 wrote"), c.reason
+    # a listing of a folder the host filled itself passes
+    mine = {"writes": r["writes"] + [["open", f"{H1}/cwd/ckpt/ckpt-1.index", 6, 10.0]], "reads": r["reads"]}
+    assert evaluate(hosts_ctx(), *runs(r0=w, r1=mine))["own disks"].status == "PASS"
+
+
 def test_two_hosts_writes_in_each_hosts_caches_and_temp_are_allowed_but_not_in_its_project():
     r1 = {"writes": [["open", f"{H1}/home/.keras/datasets/d.npz", 6, 1.0], ["open", f"{H1}/tmp/x", 6, 1.0]]}
     assert evaluate(hosts_ctx(), *runs(r1=r1))["writes"].status == "PASS"
@@ -335,3 +361,22 @@ def test_ranks_finish_names_the_rank_that_failed_first_not_the_one_a_collective_
 def test_host_of_a_rank_fills_the_hosts_in_order():
     assert [C.host_of(r, 4, 2) for r in range(4)] == [0, 0, 1, 1]
     assert C.host_of(0, 1, 2) == 0          # (an --as-is single run of one rank: no division by zero)
+
+
+def test_the_wrapper_records_reads_and_folder_listings(tmp_path):
+    """The per-rank wrapper, run by a plain Python (no TensorFlow needed): with the two-host
+    rehearsal's variable set, files opened for reading and folders listed (glob) are recorded,
+    a listing with a trailing separator."""
+    from horovodize.app.verify_wrapper import WRAPPER
+    (tmp_path / "wrapper.py").write_text(WRAPPER)
+    (tmp_path / "script.py").write_text('import glob, os\nos.makedirs("d", exist_ok=True)\n'
+                                        'open("d/a.txt", "w").write("x")\nnames = glob.glob("d/*")\n'
+                                        'text = open("d/a.txt").read()\n')
+    (tmp_path / "reports").mkdir()
+    proc = subprocess.run([sys.executable, "wrapper.py", "script.py", "reports", "", "t"], cwd=tmp_path,
+                          env=dict(os.environ, HOROVODIZE_TRACK_READS="1"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "reports" / "t-rank-0.json").read_text())
+    d = str(tmp_path.resolve() / "d")
+    assert [r[:2] for r in report["reads"]] == [[d + os.sep, 4], [d + os.sep + "a.txt", 5]], report["reads"]
+    assert [w[:2] for w in report["writes"]] == [["os.mkdir", d], ["open", d + os.sep + "a.txt"]]

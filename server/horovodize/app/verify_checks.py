@@ -265,17 +265,30 @@ def check_weights(ctx: Context, dist: Run) -> Check:
     w0 = dist.reports[0].get("weights") or {}
     if not w0:
         return Check("same weights", SKIP, "no Keras model among the globals and no variable updated by an optimizer")
+    # a model that exists on one rank only (loaded or built under a rank-0 guard, for an
+    # evaluation or a display) is no disagreement: it is named, not compared
+    alone = {_model_of(k) for k in w0 if k.startswith("model ")}
+    for r in range(1, dist.np):
+        alone &= {_model_of(k) for k in w0 if k.startswith("model ")} - {
+            _model_of(k) for k in dist.reports[r].get("weights") or {} if k.startswith("model ")}
     for r in range(1, dist.np):
         wr = dist.reports[r].get("weights") or {}
-        differ = [k for k in list(w0) + [k for k in wr if k not in w0] if w0.get(k) != wr.get(k)]
+        differ = [k for k in list(w0) + [k for k in wr if k not in w0]
+                  if w0.get(k) != wr.get(k) and _model_of(k) not in alone]
         if differ:
             k = differ[0]
             return Check("same weights", FAIL, f"rank {r} differs from rank 0 in {k} ({len(differ)} of "
                          f"{len(w0)} differ)", rank=r, path=ctx.user_path, line=_model_line(ctx, k))
-    models = len({k.split(":")[0] for k in w0 if k.startswith("model ")})
+    models = len({_model_of(k) for k in w0 if k.startswith("model ")} - alone)
     variables = sum(1 for k in w0 if k.startswith("variable "))
+    only = f"; on rank 0 only, not compared: {', '.join(sorted(alone))}" if alone else ""
     return Check("same weights", PASS, f"{models} Keras model(s) and {variables} optimizer-updated variable(s) "
-                 f"identical on {dist.np} ranks")
+                 f"identical on {dist.np} ranks{only}")
+
+
+def _model_of(key: str) -> str:
+    """'model NAME' of a weight's key ('model NAME: layer/var')."""
+    return key.split(":")[0]
 
 
 def _model_line(ctx: Context, key: str) -> int | None:
@@ -417,13 +430,16 @@ def check_own_disks(ctx: Context, dist: Run) -> Check:
         reads += [(p, None, t) for p, t, _ in dist.strace_reads.get(r, [])]
         for p, ln, t in sorted(reads, key=lambda x: (x[2] is None, x[2] or 0)):
             _, key = ctx.on_disk(p)
-            # (a host that writes the file itself, before or after (a cache it found empty and
-            # filled: matplotlib's font list), does not depend on another host's copy)
-            mine = [w for w in written.get(key, ()) if w[0] == host]
-            theirs = [w for w in written.get(key, ()) if w[0] != host and (w[3] is None or t is None or w[3] <= t + 1)]
-            if theirs and not mine:    # (C code's read: no line; a rank that died of it has one)
-                ln = ln or (dist.reports.get(r) or {}).get("error_line")
-                return _foreign_read(ctx, r, host, key, ln, theirs[0], named=ln is None)
+            # a folder listed (a trailing separator): what was written in it is read
+            keys = [k for k in written if k.startswith(key)] if key.endswith(os.sep) else [key]
+            for key in keys:
+                # (a host that writes the file itself, before or after (a cache it found empty
+                # and filled: matplotlib's font list), does not depend on another host's copy)
+                mine = [w for w in written[key] if w[0] == host] if key in written else []
+                theirs = [w for w in written.get(key, ()) if w[0] != host and (w[3] is None or t is None or w[3] <= t + 1)]
+                if theirs and not mine:    # (C code's read: no line; a rank that died of it has one)
+                    ln = ln or (dist.reports.get(r) or {}).get("error_line")
+                    return _foreign_read(ctx, r, host, key, ln, theirs[0], named=ln is None)
     for r in range(dist.np):      # a read of a missing file that neither the hook nor strace saw (C code)
         host, error = ctx.host_of(r), _first_error(dist, r)
         if "NotFound" not in error and "No such file" not in error:

@@ -14,7 +14,9 @@ What the report holds, for the checks in `verify_checks`:
   rename/replace, mkdir, remove, rmtree), ``line`` the script's frame that caused it;
 * ``reads`` (two-host rehearsal, ``$HOROVODIZE_TRACK_READS``): ``[path, line, time]`` of the
   files Python opened for reading outside the interpreter's own trees (attempts included: a
-  missing file is recorded before the open fails); ``host``: ``$HOROVOD_CROSS_RANK``;
+  missing file is recorded before the open fails), and of the folders it listed
+  (``os.listdir``, ``os.scandir``, so ``glob``), with a trailing separator; ``host``:
+  ``$HOROVOD_CROSS_RANK``;
 * ``prints``: on ranks > 0, ``[line, text]`` of what reached ``sys.stdout``.
 
 Nothing in this module runs in the horovodize process: the string is written next to the
@@ -68,23 +70,27 @@ def _record(event, path):
         report["writes"].append([event, path, _user_line(), time.time()])
 
 
-def _record_read(path):
+def _record_read(path, listing=False):
     path = _absolute(path)
     if path is None or path.startswith(_SYSTEM + (REPORT_DIR,)) or "__pycache__" in path or \
             path.endswith((".py", ".so", ".pyc")):
         return
-    if len(report["reads"]) < 5000:
-        report["reads"].append([path, _user_line(), time.time()])
+    if len(report["reads"]) < 5000:    # (a folder listed: with a trailing separator)
+        report["reads"].append([path.rstrip(os.sep) + os.sep if listing else path, _user_line(), time.time()])
 
 
 def _hook(event, args):
     if not _ACTIVE[0] or _IN_HOOK[0]:
         return
-    if event not in ("open", "os.rename", "os.replace", "os.mkdir", "os.remove", "shutil.rmtree"):
+    if event not in ("open", "os.rename", "os.replace", "os.mkdir", "os.remove", "shutil.rmtree",
+                     "os.listdir", "os.scandir"):
         return
     _IN_HOOK[0] = True
     try:
-        if event == "open":
+        if event in ("os.listdir", "os.scandir"):
+            if _READS and isinstance(args[0], (str, bytes, os.PathLike)):
+                _record_read(args[0], listing=True)
+        elif event == "open":
             path, mode, flags = args
             if mode is None and _TMPFILE and (flags & _TMPFILE) == _TMPFILE:
                 return  # an unnamed temp file (tempfile.TemporaryFile): no path is written
