@@ -380,3 +380,31 @@ def test_the_wrapper_records_reads_and_folder_listings(tmp_path):
     d = str(tmp_path.resolve() / "d")
     assert [r[:2] for r in report["reads"]] == [[d + os.sep, 4], [d + os.sep + "a.txt", 5]], report["reads"]
     assert [w[:2] for w in report["writes"]] == [["os.mkdir", d], ["open", d + os.sep + "a.txt"]]
+
+
+def test_line_map_a_line_inserted_inside_a_changed_block():
+    # the conversion inserts a barrier and edits the two lines after it: each maps to its own
+    new = "a\nbarrier()\nm = load(p, custom_objects=c)\nm.evaluate(x, verbose=v)\n"
+    assert C.line_map(new, "a\nm = load(p)\nm.evaluate(x)\n") == {1: 1, 2: 2, 3: 2, 4: 3}
+
+
+def test_two_hosts_keras_missing_file_and_per_host_temp_files():
+    w = {"writes": [["open", f"{H0}/cwd/net.h5", 6, 10.0]]}
+    single, dist = runs(r0=w, r1={"exit": 1, "error": "OSError: No file or directory found at net.h5"})
+    c = evaluate(hosts_ctx(), single, dist)["own disks"]
+    assert c.status == "FAIL" and "read net.h5, which only host 0 wrote" in c.reason
+    # each host fills its own checkpoint folder (temp files named per host) and lists it
+    w0 = {"writes": [["open", f"{H0}/cwd/ckpt/c_temp/part.tempstate123", 6, 10.0]],
+          "reads": [[f"{H0}/cwd/ckpt/", 7, 11.0]]}
+    w1 = {"writes": [["open", f"{H1}/cwd/ckpt/c_temp/part.tempstate456", 6, 10.0]],
+          "reads": [[f"{H1}/cwd/ckpt/", 7, 11.0]]}
+    assert evaluate(hosts_ctx(), *runs(r0=w0, r1=w1))["own disks"].status == "PASS"
+
+
+def test_two_hosts_a_killed_rank_is_not_judged_on_what_strace_saw():
+    # rank 1 was killed (no report): its own writes are unknown, so its reads prove nothing
+    w = {"writes": [["open", f"{H0}/home/.keras/keras.json", 6, 1.0]]}
+    single, dist = runs(r0=w)
+    del dist.reports[1]
+    dist.strace_reads = {1: [(f"{H1}/home/.keras/keras.json", 2.0, False)]}
+    assert evaluate(hosts_ctx(), single, dist)["own disks"].status != "FAIL"

@@ -120,8 +120,24 @@ def line_map(new: str, old: str) -> dict[int, int]:
     a, b = new.splitlines(), old.splitlines()
     out: dict[int, int] = {}
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace":
+            # each line to the old line it was made from (the most alike, in order); a line the
+            # conversion inserted (like none of them) to the old line of the next one that is
+            pending, last = [], j1
+            for k in range(i1, i2):
+                j, ratio = max(((j, difflib.SequenceMatcher(None, a[k], b[j]).ratio()) for j in range(last, j2)),
+                               key=lambda x: x[1], default=(last, 0.0))
+                if ratio < 0.5:
+                    pending.append(k)
+                    continue
+                for p in pending + [k]:
+                    out[p + 1] = j + 1
+                pending, last = [], j
+            for p in pending:
+                out[p + 1] = min(last, max(len(b) - 1, 0)) + 1
+            continue
         for k in range(i1, i2):
-            # a replaced block maps line by line while it lasts; an inserted line to the next old line
+            # an equal block maps line by line; an inserted line to the next old line
             out[k + 1] = min(j1 + min(k - i1, max(j2 - j1 - 1, 0)), max(len(b) - 1, 0)) + 1
     return out
 
@@ -414,6 +430,10 @@ def _per_host_writes(ctx: Context, dist: Run, done) -> set:
     return set.intersection(*sets)
 
 
+# How a missing file reads in an error: TensorFlow, the OS, Keras's load_model.
+MISSING_FILE = ("NotFound", "No such file", "No file or directory found")
+
+
 def check_own_disks(ctx: Context, dist: Run) -> Check:
     """Two simulated hosts: no rank reads a file that only a rank of another host wrote (on
     hosts without a shared filesystem it is not there, or is a stale copy)."""
@@ -424,14 +444,20 @@ def check_own_disks(ctx: Context, dist: Run) -> Check:
         for _, p, ln, t in _writes(dist, r, timed=True):
             host, key = ctx.on_disk(p)
             written.setdefault(key, []).append((ctx.host_of(r) if host is None else host, r, ln, t))
-    for r in sorted(set(dist.reports) | set(dist.strace_reads)):
+    # (a rank without a report was killed: what it wrote is unknown, so its reads are not judged)
+    for r in sorted(dist.reports):
         host = ctx.host_of(r)
         reads = [(p, ln, t) for p, ln, t in (dist.reports.get(r) or {}).get("reads", [])]
         reads += [(p, None, t) for p, t, _ in dist.strace_reads.get(r, [])]
         for p, ln, t in sorted(reads, key=lambda x: (x[2] is None, x[2] or 0)):
             _, key = ctx.on_disk(p)
-            # a folder listed (a trailing separator): what was written in it is read
-            keys = [k for k in written if k.startswith(key)] if key.endswith(os.sep) else [key]
+            # a folder listed (a trailing separator) reads what another host wrote in it, when
+            # this host wrote nothing there itself (else it lists its own: a checkpoint folder
+            # each host fills, with temp files named per host)
+            keys = [key]
+            if key.endswith(os.sep):
+                inside = [k for k in written if k.startswith(key)]
+                keys = [] if any(w[0] == host for k in inside for w in written[k]) else inside
             for key in keys:
                 # (a host that writes the file itself, before or after (a cache it found empty
                 # and filled: matplotlib's font list), does not depend on another host's copy)
@@ -442,7 +468,7 @@ def check_own_disks(ctx: Context, dist: Run) -> Check:
                     return _foreign_read(ctx, r, host, key, ln, theirs[0], named=ln is None)
     for r in range(dist.np):      # a read of a missing file that neither the hook nor strace saw (C code)
         host, error = ctx.host_of(r), _first_error(dist, r)
-        if "NotFound" not in error and "No such file" not in error:
+        if not any(m in error for m in MISSING_FILE):
             continue
         for key, ws in written.items():
             theirs = [w for w in ws if w[0] != host]

@@ -9,7 +9,8 @@ What the report holds, for the checks in `verify_checks`:
   (``apply_gradients`` of the Keras optimizers, legacy and new, and of ``tf.compat.v1``,
   patched before the script runs: Horovod's DistributedOptimizer calls through them) and
   the global named by ``--model-var``;
-* ``steps``: optimizer steps (the optimizers' ``iterations``, else eager calls counted);
+* ``steps``: optimizer steps (the optimizers' ``iterations`` less what they held at their first
+  update: a count restored from a checkpoint is not this run's work; else eager calls counted);
 * ``writes``: ``[event, path, line, time]`` from a ``sys.addaudithook`` (open for writing,
   rename/replace, mkdir, remove, rmtree), ``line`` the script's frame that caused it;
 * ``reads`` (two-host rehearsal, ``$HOROVODIZE_TRACK_READS``): ``[path, line, time]`` of the
@@ -131,7 +132,7 @@ class _Stdout:
 
 
 # -- optimizers: which variables they update, how many steps ----------------------------------------
-_OPTIMIZERS, _VARIABLES = [], {}
+_OPTIMIZERS, _VARIABLES, _BASE = [], {}, {}    # _BASE: each optimizer's steps before its first update
 
 
 def _patch(cls):
@@ -143,6 +144,7 @@ def _patch(cls):
         grads_and_vars = list(grads_and_vars)
         if not any(o is self for o in _OPTIMIZERS):
             _OPTIMIZERS.append(self)
+            _BASE[id(self)] = _iterations(self)     # restored from a checkpoint: not this run's steps
         for _, v in grads_and_vars:
             if v is not None:
                 _VARIABLES.setdefault(id(v), v)
@@ -182,15 +184,24 @@ def _install_optimizer_patch():
             pass
 
 
+def _iterations(opt):
+    """The optimizer's step counter now (read eagerly, also while a tf.function traces), or None."""
+    try:
+        import tensorflow as tf
+        with tf.init_scope():
+            it = getattr(opt, "iterations", None)
+            return int(it.numpy() if hasattr(it, "numpy") else it)
+    except Exception:
+        return None
+
+
 def _steps():
     total, known = 0, False
     for opt in _OPTIMIZERS:
-        it = getattr(opt, "iterations", None)
-        try:
-            total += int(it.numpy() if hasattr(it, "numpy") else it)
+        now = _iterations(opt)
+        if now is not None:
+            total += now - (_BASE.get(id(opt)) or 0)
             known = True
-        except Exception:
-            pass
     if known:
         return total
     import tensorflow as tf
