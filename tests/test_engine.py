@@ -301,3 +301,24 @@ def test_an_analysis_is_freed_by_reference_counting():
         if was:
             gc.enable()
     assert ours == []
+
+
+def test_a_rule_that_fails_refuses_the_whole_conversion(monkeypatch):
+    """All or nothing (contract point 8): a rule module that raises leaves its part of the
+    program unconverted, so the rest is not applied alone; the report says why."""
+    from horovodize.rules import rank0_guards
+    from horovodize.engine import conversion
+
+    def broken(ctx):
+        raise RuntimeError("simulated rule failure")
+        yield
+
+    program = ("import tensorflow as tf\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+               "model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss='mse')\n"
+               "model.fit(tf.zeros((64, 2)), tf.zeros((64, 1)), epochs=4)\nmodel.save('m.keras')\n")
+    assert not conversion(program).refused
+    monkeypatch.setattr(rank0_guards, "check", broken)
+    analysis = conversion(program)
+    assert analysis.refused and analysis.converted() == program
+    [(code, line, message)] = analysis.refusal_reasons()
+    assert code == "point 8" and "RuntimeError: simulated rule failure" in message and "please report it" in message

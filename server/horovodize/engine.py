@@ -110,7 +110,15 @@ class Analysis:
         blocking = [n for n in self.notes if n[0] in BLOCKING_POINTS and not n[2].startswith(ADVISORY)
                     or (n[0] == 5 and n[2].startswith(DIVIDED_BUT)) or (n[0] == 2 and n[2].startswith(UNBROADCAST))
                     or (n[0] == 3 and n[2].startswith(UNAVERAGED))]
-        return blocking + self.undivided_and_scaled() + self.needs_shared_fs()
+        return blocking + self.undivided_and_scaled() + self.needs_shared_fs() + self.stopped()
+
+    def stopped(self) -> list[tuple[int, int, str]]:
+        """A rule that failed (an internal error) leaves its part of the program unconverted:
+        the rest alone would be a half conversion, so point 8 refuses it."""
+        return [(8, 1, f"not done: an internal error stopped part of the conversion "
+                       f"({error.strip().splitlines()[-1][:200]}); converting the rest alone would leave the "
+                       "program half-distributed: please report it")
+                for error in self.internal_errors[:1]]
 
     def needs_shared_fs(self) -> list[tuple[int, int, str]]:
         """With `require_local_fs`, point 7's note on the reads of rank 0's files after a barrier,

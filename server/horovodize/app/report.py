@@ -92,7 +92,7 @@ def build(analysis: Analysis, path: str = "") -> dict:
             why = ""
         points.append({"point": number, "title": title, "status": status, "reason": why, "changes": changes,
                        "notes": notes})
-    titles = {number: title for number, title, _codes in POINTS}
+    titles = {number: title for number, title, _codes in POINTS} | {8: "all or nothing"}
     reasons = [{"code": c, "line": line, "message": f"({titles[int(c[6:])]}) {m}" if c.startswith("point ") else m}
                for c, line, m in analysis.refusal_reasons()]
     restricted = bool(analysis.refusals)
