@@ -102,7 +102,7 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
         return None        # not a dataset this program builds (arrays, tensors, a loader's result)
     inner = pipeline(ctx, b.value, b.stmt, depth + 1, args)
     if inner is None:
-        if _returns_arrays(ctx, b.value):
+        if _returns_arrays(ctx, b.value) or _made_by_numpy(ctx, b):
             return None    # ``x = preprocess(x)`` returning ``x.astype(...)[..., None] / 255.0``: arrays
         return Pipeline(out.calls, None, False)
     inner.calls = out.calls + inner.calls
@@ -117,6 +117,16 @@ def _returns_arrays(ctx: RuleContext, value) -> bool:
     fn = ctx.env.function_named(root.value, value) if root is not None and root.type == "name" else None
     rets = [r.children[1] for r in ctx.env.index.returns.get(id(fn), ()) if len(r.children) > 1] if fn else []
     return bool(rets) and all(_array_like(ctx, fn, r) for r in rets)
+
+
+def _made_by_numpy(ctx: RuleContext, b) -> bool:
+    """Binding `b` is arrays: ``x = np.concatenate(...)`` (a k-fold split), ``x.astype(...)``,
+    arithmetic. (Not a subscript: ``ds = splits["train"]`` may be a dataset.)"""
+    value = N.unparen(b.value)
+    last = value.children[-1] if value.type in ("atom_expr", "power") else None
+    if last is not None and last.type == "trailer" and last.children[0] == "[":
+        return False
+    return _array_like(ctx, b.scope, value)
 
 
 def _array_like(ctx: RuleContext, fn, expr, depth: int = 0) -> bool:
