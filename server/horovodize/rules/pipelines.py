@@ -109,6 +109,31 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
     return inner
 
 
+def over_range(ctx: RuleContext, expr) -> bool:
+    """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
+    call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
+    return call is not None and call.callee_dotted() == "range"
+
+
+def generator_loop(ctx: RuleContext, expr, at):
+    """The program's own generator function a loop iterates: ``for b in batches(...)`` or ``for
+    b in gen`` with ``gen = batches(...)`` (rules/step_loops.py divides its steps), else None."""
+    expr = N.unparen(expr)
+    if expr.type == "name":
+        found = [b for scope in ctx.env.scopes_for(at) for b in ctx.env.bindings_of(expr.value, scope)
+                 if b.stmt.start_pos < at.start_pos and b.value is not None]
+        if not found or found[-1].role not in (None, "other"):
+            return None
+        expr = N.unparen(found[-1].value)
+    made = N.as_call(expr)
+    name = made.callee_dotted() if made is not None and made.index == 1 else None
+    fn = ctx.env.function_named(name, at) if name and "." not in name else None
+    if fn is None or not any(n.type == "yield_expr" or (n.type == "keyword" and n.value == "yield")
+                             for n in N.walk(fn.children[-1]) if N.func_scope_of(n) is fn):
+        return None
+    return fn
+
+
 def _returns_arrays(ctx: RuleContext, value) -> bool:
     """`value` calls a local function whose every return is arithmetic or a subscript (``imgs /
     255.0``, ``x[..., None]``), which no tf.data dataset can be: arrays, not a pipeline."""

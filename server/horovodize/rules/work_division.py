@@ -48,7 +48,9 @@ from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and s
     _unwrap,
     _zipped,
     chain_calls,
+    generator_loop,
     other_datasets,
+    over_range,
     pipeline,
     same_data,
     shuffle_seeds,
@@ -116,31 +118,6 @@ def _drivers(ctx: RuleContext, site) -> list:
             if loop is not None and all(loop is not d for d in out):
                 out.append(loop)
     return out
-
-
-def _over_range(ctx: RuleContext, expr) -> bool:
-    """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
-    call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
-    return call is not None and call.callee_dotted() == "range"
-
-
-def generator_loop(ctx: RuleContext, expr, at):
-    """The program's own generator function a loop iterates: ``for b in batches(...)`` or ``for
-    b in gen`` with ``gen = batches(...)`` (rules/step_loops.py divides its steps), else None."""
-    expr = N.unparen(expr)
-    if expr.type == "name":
-        found = [b for scope in ctx.env.scopes_for(at) for b in ctx.env.bindings_of(expr.value, scope)
-                 if b.stmt.start_pos < at.start_pos and b.value is not None]
-        if not found or found[-1].role not in (None, "other"):
-            return None
-        expr = N.unparen(found[-1].value)
-    made = N.as_call(expr)
-    name = made.callee_dotted() if made is not None and made.index == 1 else None
-    fn = ctx.env.function_named(name, at) if name and "." not in name else None
-    if fn is None or not any(n.type == "yield_expr" or (n.type == "keyword" and n.value == "yield")
-                             for n in N.walk(fn.children[-1]) if N.func_scope_of(n) is fn):
-        return None
-    return fn
 
 
 def plays_episodes(ctx: RuleContext) -> bool:
@@ -463,7 +440,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if split is not None:
                 yield from _even_split(ctx, split, seen_sources)
                 continue
-            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not _over_range(ctx, use.expr) \
+            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not over_range(ctx, use.expr) \
                     and not plays_episodes(ctx) and generator_loop(ctx, use.expr, use.expr.parent) is None:
                 # (an agent's samples are its own episodes: nothing to shard; a generator's steps: step_loops)
                 note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
