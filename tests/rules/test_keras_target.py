@@ -106,6 +106,18 @@ def test_keras3_target_on_keras2_api_keeps_keras3():
     assert convert_text(out, "keras3") == out
 
 
+@pytest.mark.parametrize("target", ["tf.keras", "tf_keras"])
+def test_a_keras3_conversion_converted_again_for_keras_2_keeps_keras3(target):
+    """Its adapters run on Keras 3 only: converted again with the default target, the program
+    stays as it is (its imports were rewritten to Keras 2 under them)."""
+    out = (FIXTURES / "HVD090" / "keras3_target_keras2_api.expected.py").read_text()
+    analysis = conversion(out, target)
+    assert analysis.keras_target == "keras3" and analysis.converted() == out
+    assert analysis.keras_target_reason == "the adapters of an earlier keras3 conversion (`DistributedOptimizer`, line 17)"
+    [warning] = [f for f in analysis.findings if f.code == "HVD090"][:1]
+    assert "chosen for the adapters of an earlier keras3 conversion (`DistributedOptimizer`, line 17)):" in warning.message
+
+
 def test_each_import_line_gets_hvd090_with_its_rewrite():
     text = (FIXTURES / "HVD090" / "from_keras_layers_utils.py").read_text()
     analysis = analyze(text)

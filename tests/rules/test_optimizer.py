@@ -436,3 +436,15 @@ def test_a_rate_set_by_attribute_or_set_value_is_scaled():
     assert "opt.learning_rate = 0.01 * hvd.size()\n" in out
     assert "K.set_value(model.optimizer.lr, 0.001 * hvd.size())\n" in out
     assert "model.optimizer.learning_rate = model.optimizer.learning_rate * 0.5\n" in out
+
+
+@pytest.mark.parametrize("compile_args", [
+    "optimizer=tf.keras.optimizers.Adam(learning_rate=0.01), loss='mse'",
+    "tf.keras.optimizers.Adam(learning_rate=0.01), loss='mse'",
+])
+def test_an_optimizer_built_in_compile_is_reported_once(compile_args):
+    # (keras-team/keras examples/demo_functional.py: `check` listed its HVD010 and HVD011 twice)
+    text = ("import numpy as np\nimport tensorflow as tf\n\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+            f"model.compile({compile_args})\nmodel.fit(np.ones((64, 4)), np.ones((64, 1)), epochs=4)\n")
+    codes = sorted(f.code for f in analyze(text).findings if f.code in ("HVD010", "HVD011"))
+    assert codes == ["HVD010", "HVD011"]

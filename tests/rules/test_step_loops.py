@@ -52,6 +52,31 @@ def test_a_generator_reading_in_order_is_not_divided():
     assert "the generator `batches` gives the same batches on every rank" in notes(point5(text))
 
 
+def test_a_loop_over_a_generator_of_random_batches_divides_the_generators_range():
+    gen = ("def batches(n):\n    for _ in range(n):\n        i = np.random.randint(0, len(X), 32)\n"
+           "        yield X[i], Y[i]\n\n\n")
+    text = HEAD + gen + "for xb, yb in batches(200):\n" + STEP
+    out = convert_text(text)
+    assert "    for _ in range(max(1, n // hvd.size())):\n" in out and codes(text) == ["HVD042"]
+    assert "for xb, yb in batches(200):" in out
+
+
+def test_a_loop_over_a_generator_reading_in_order_is_refused_and_says_why():
+    gen = "def batches():\n    for i in range(0, len(X), 32):\n        yield X[i:i + 32], Y[i:i + 32]\n\n\n"
+    text = HEAD + gen + "for xb, yb in batches():\n" + STEP
+    analysis = conversion(text)
+    assert analysis.refused and codes(text) == []
+    assert "the generator `batches` gives the same batches on every rank" in notes(point5(text))
+
+
+def test_a_generator_called_twice_is_not_divided_and_the_report_says_so():
+    gen = ("def batches(n):\n    for _ in range(n):\n        i = np.random.randint(0, len(X), 32)\n"
+           "        yield X[i], Y[i]\n\n\nfirst = list(batches(5))\n")
+    text = HEAD + gen + "for xb, yb in batches(200):\n" + STEP
+    assert codes(text) == [] and "the generator `batches`, which are not divided here (it is called more than " \
+        "once)" in notes(point5(text))
+
+
 def test_a_batch_function_with_a_global_cursor_reads_in_order_even_when_it_samples():
     # aymericdamien's word2vec: ``global data_index`` walks the words in order, random.sample
     # only picks context words: every rank reads the same words

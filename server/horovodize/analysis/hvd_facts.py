@@ -18,7 +18,7 @@ from ..parse.scopes import is_main_guard
 from .callbacks import CallbackEntry, CallbackFacts, CallbackList, _in_loop
 from .effects import Effects
 from .env import Env
-from .keras3 import ADAPTER_APIS as APIS, ADAPTER_MARK as MARK
+from .keras3 import ADAPTER_APIS as APIS, adapter_definitions
 
 # Importable Horovod modules a program may use as "hvd" (edits are written against one).
 HVD_MODULES = ("horovod.tensorflow.keras", "horovod.tensorflow", "horovod.keras")
@@ -118,16 +118,8 @@ class HvdFacts(CallbackFacts):
         is that Horovod API here, as a from-import of it would be."""
         if not self.locals:
             return
-        for node in self.env.source.module.children:
-            defn = node.children[-1] if node.type == "decorated" else node
-            if defn.type not in ("funcdef", "classdef") or defn.name.value not in APIS:
-                continue
-            body = defn.children[-1]
-            first = body.children[1] if body.type == "suite" and len(body.children) > 1 else None
-            doc = first.children[0] if first is not None and first.type == "simple_stmt" else None
-            if doc is not None and doc.type == "string" and doc.value.lstrip("rRbBuU").strip("'\"").startswith("hvd.") \
-                    and MARK in doc.value.split("\n", 1)[0]:
-                self.locals.setdefault(defn.name.value, APIS[defn.name.value])
+        for name in adapter_definitions(self.env.source.module):
+            self.locals.setdefault(name, APIS[name])
 
     def _module_candidate(self, local: str, full: str, node) -> None:
         if full not in HVD_MODULES:

@@ -16,7 +16,7 @@ conversion (code HVD090).
 
 Requires: env (imports, aliases, index). Provides: `keras3_imports`, `keras3_only_uses`,
 `keras3_only_imports`, `optimizer_apply_uses`, `stateless_uses`, `backend_not_tensorflow`,
-`keras3_blockers`, `keras3_target_reason`, `keras3_problems`, `ADAPTER_APIS`.
+`keras3_blockers`, `keras3_target_reason`, `keras3_problems`, `adapter_definitions`, `ADAPTER_APIS`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,27 @@ ADAPTER_APIS = {"DistributedOptimizer": "horovod.tensorflow.keras.DistributedOpt
                 "BroadcastGlobalVariablesCallback": "horovod.tensorflow.keras.callbacks.BroadcastGlobalVariablesCallback",
                 "MetricAverageCallback": "horovod.tensorflow.keras.callbacks.MetricAverageCallback"}
 ADAPTER_MARK = "for Keras 3"
+# `keras3_target_reason` for a program that has them: converted for keras3 before (a Keras 2
+# target would rewrite its imports under adapters that run on Keras 3 only)
+ADAPTER_REASON = "the adapters of an earlier keras3 conversion"
+
+
+def adapter_definitions(module) -> dict:
+    """The keras3 target's adapters a module defines at its top: name -> its ``def`` /
+    ``class`` node, for each definition named as one (`ADAPTER_APIS`) whose docstring starts
+    ``hvd.<API> for Keras 3``."""
+    out = {}
+    for node in module.children:
+        defn = node.children[-1] if node.type == "decorated" else node
+        if defn.type not in ("funcdef", "classdef") or defn.name.value not in ADAPTER_APIS:
+            continue
+        body = defn.children[-1]
+        first = body.children[1] if body.type == "suite" and len(body.children) > 1 else None
+        doc = first.children[0] if first is not None and first.type == "simple_stmt" else None
+        if doc is not None and doc.type == "string" and doc.value.lstrip("rRbBuU").strip("'\"").startswith("hvd.") \
+                and ADAPTER_MARK in doc.value.split("\n", 1)[0]:
+            out.setdefault(defn.name.value, defn)
+    return out
 
 
 def keras3_imports(env: Env) -> list[tuple[object, str]]:
@@ -232,6 +253,11 @@ def keras3_target_reason(env: Env, target: str) -> str | None:
     for node, what, _ in keras3_blockers(env, target):
         if backend is None or node is not backend[0]:
             return f"{what} (line {node.start_pos[0]})"
+    # a program converted for keras3 before: its adapters run on Keras 3 only (`v.value`)
+    adapters = adapter_definitions(env.source.module)
+    if adapters and env.horovod():
+        name, defn = min(adapters.items(), key=lambda kv: kv[1].start_pos)
+        return f"{ADAPTER_REASON} (`{name}`, line {defn.start_pos[0]})"
     return None
 
 
@@ -261,4 +287,4 @@ def keras3_problems(env: Env, target: str = "tf.keras") -> list[Problem]:
 
 __all__ = ["keras3_imports", "keras3_only_uses", "keras3_only_imports", "optimizer_apply_uses", "stateless_uses",
            "backend_not_tensorflow", "keras3_blockers", "keras3_problems", "keras3_target_reason", "KERAS3_ONLY",
-           "NOT_ON_KERAS3_TARGET", "ADAPTER_APIS", "ADAPTER_MARK"]
+           "NOT_ON_KERAS3_TARGET", "ADAPTER_APIS", "ADAPTER_MARK", "ADAPTER_REASON", "adapter_definitions"]

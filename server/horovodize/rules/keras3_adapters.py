@@ -15,7 +15,7 @@ A rule asks for one with `use` (the name to call and a placeholder edit); the en
 block (in `ORDER`) and gives that block to every fix that asked for any.
 
 Requires: analysis.keras3 (the adapters' APIs), parse (imports); the engine passes where the
-set-up ends. Provides: `ORDER`, `APIS`, `MARK`, `use`, `merged`, `adapter_text`.
+set-up ends. Provides: `ORDER`, `APIS`, `MARK`, `use`, `merged`, `adapter_text`, `keras_module`.
 """
 
 from __future__ import annotations
@@ -74,11 +74,25 @@ def merged(ctx: RuleContext, findings: list, at: int | None, tf: str) -> list:
     return findings
 
 
-def _block(ctx: RuleContext, names: list[str], at: int, tf: str, followed: bool) -> Edit:
-    keras = next((local for node in ctx.env.imports if node.parent.parent is ctx.source.module
+def keras_module(ctx: RuleContext, at: int) -> tuple[str, bool]:
+    """(the name of the keras module the callback adapters derive from, whether the program
+    binds it at its top before offset `at`, where they go). A program that imports only members
+    (``from keras import layers``), or the module only further down (a notebook's later cell),
+    gets ``import keras`` from the set-up (`rules.setup_imports.setup_code`), under another
+    name when ``keras`` names something else."""
+    bound = next((local for node in ctx.env.imports if node.parent.parent is ctx.source.module
+                  and ctx.source.offset(node.start_pos) < at
                   for local, full in import_bindings(node) if full in ("keras", "keras_core")), None)
+    if bound is not None:
+        return bound, True
+    taken = ctx.env.bindings_of("keras", ctx.source.module)
+    return ("hvd_keras" if taken else "keras"), False
+
+
+def _block(ctx: RuleContext, names: list[str], at: int, tf: str, followed: bool) -> Edit:
+    keras = keras_module(ctx, at)[0]
     unit = ctx.source.indent_unit
-    text = "\n".join("\n\n" + adapter_text(n, keras or "keras", ctx.hvd, tf, unit) for n in names)
+    text = "\n".join("\n\n" + adapter_text(n, keras, ctx.hvd, tf, unit) for n in names)
     after = ctx.source.text[at:]
     blank = re.match(r"(?:[ \t]*(?:\r\n|\r|\n))*", after).group().count("\n") if after else 2
     # two blank lines below it: before the lines inserted below it, or with the file's own
@@ -148,4 +162,4 @@ def adapter_text(name: str, keras: str, hvd: str, tf: str, unit: str) -> str:
     raise KeyError(name)
 
 
-__all__ = ["ORDER", "APIS", "MARK", "use", "merged", "adapter_text"]
+__all__ = ["ORDER", "APIS", "MARK", "use", "merged", "adapter_text", "keras_module"]

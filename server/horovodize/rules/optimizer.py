@@ -387,8 +387,8 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
     # A custom `compile(d_optimizer=Adam(...), g_optimizer=Adam(...))` (keras-io's GAN guide)
     # takes optimizers under other names: each one built inline is scaled and distributed too,
     # else the train_step applies gradients that no rank averages.
-    for other in call.args:
-        if other is not arg and not other.star and _inline_optimizer(ctx, other.value) is not None:
+    for other in call.args:      # (Arg objects are made per lookup: compared by node)
+        if (arg is None or other.node is not arg.node) and not other.star and _inline_optimizer(ctx, other.value) is not None:
             yield from _inline(ctx, _inline_optimizer(ctx, other.value), plain)
     if arg is None:
         return

@@ -102,11 +102,36 @@ def pipeline(ctx: RuleContext, expr, at=None, depth: int = 0, args: dict | None 
         return None        # not a dataset this program builds (arrays, tensors, a loader's result)
     inner = pipeline(ctx, b.value, b.stmt, depth + 1, args)
     if inner is None:
-        if _returns_arrays(ctx, b.value):
+        if _returns_arrays(ctx, b.value) or _made_by_numpy(ctx, b):
             return None    # ``x = preprocess(x)`` returning ``x.astype(...)[..., None] / 255.0``: arrays
         return Pipeline(out.calls, None, False)
     inner.calls = out.calls + inner.calls
     return inner
+
+
+def over_range(ctx: RuleContext, expr) -> bool:
+    """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
+    call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
+    return call is not None and call.callee_dotted() == "range"
+
+
+def generator_loop(ctx: RuleContext, expr, at):
+    """The program's own generator function a loop iterates: ``for b in batches(...)`` or ``for
+    b in gen`` with ``gen = batches(...)`` (rules/step_loops.py divides its steps), else None."""
+    expr = N.unparen(expr)
+    if expr.type == "name":
+        found = [b for scope in ctx.env.scopes_for(at) for b in ctx.env.bindings_of(expr.value, scope)
+                 if b.stmt.start_pos < at.start_pos and b.value is not None]
+        if not found or found[-1].role not in (None, "other"):
+            return None
+        expr = N.unparen(found[-1].value)
+    made = N.as_call(expr)
+    name = made.callee_dotted() if made is not None and made.index == 1 else None
+    fn = ctx.env.function_named(name, at) if name and "." not in name else None
+    if fn is None or not any(n.type == "yield_expr" or (n.type == "keyword" and n.value == "yield")
+                             for n in N.walk(fn.children[-1]) if N.func_scope_of(n) is fn):
+        return None
+    return fn
 
 
 def _returns_arrays(ctx: RuleContext, value) -> bool:
@@ -117,6 +142,16 @@ def _returns_arrays(ctx: RuleContext, value) -> bool:
     fn = ctx.env.function_named(root.value, value) if root is not None and root.type == "name" else None
     rets = [r.children[1] for r in ctx.env.index.returns.get(id(fn), ()) if len(r.children) > 1] if fn else []
     return bool(rets) and all(_array_like(ctx, fn, r) for r in rets)
+
+
+def _made_by_numpy(ctx: RuleContext, b) -> bool:
+    """Binding `b` is arrays: ``x = np.concatenate(...)`` (a k-fold split), ``x.astype(...)``,
+    arithmetic. (Not a subscript: ``ds = splits["train"]`` may be a dataset.)"""
+    value = N.unparen(b.value)
+    last = value.children[-1] if value.type in ("atom_expr", "power") else None
+    if last is not None and last.type == "trailer" and last.children[0] == "[":
+        return False
+    return _array_like(ctx, b.scope, value)
 
 
 def _array_like(ctx: RuleContext, fn, expr, depth: int = 0) -> bool:

@@ -52,6 +52,7 @@ from .written import (
     writer_block,
 )
 from . import read_back, shared_values
+from .setup_imports import tf_name
 from .shown import display_sites
 from .tf1_session import _is_saver
 from .written import norm_path as _norm
@@ -367,8 +368,9 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
     after one (`shared_fs_note`; a read in a statement `on_rank0` guards, a print, is not one)."""
     if not writes:
         return
-    tf = ctx.env.tf_alias()
-    zero = f"{tf}.constant(0)" if tf else "0"
+    # (the set-up binds tensorflow when the program does not: ``hvd.allreduce(0)`` fails, an int
+    # has no dtype)
+    zero = f"{ctx.env.tf_alias() or tf_name(ctx)}.constant(0)"
     done = set()
     shared = []         # (path text, line) of each read after a barrier, on every rank (point 13)
     first = None        # the first read given a barrier here

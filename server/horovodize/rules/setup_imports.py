@@ -10,11 +10,13 @@ import ast
 import re
 from typing import Iterator
 
+from ..analysis.loop import FIT
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import Finding, Fix, RuleContext, finding
 from . import shared_values
 from .estimator import pinned_by_run_config
+from .keras3_adapters import keras_module
 from .tapes import keras_step_tapes, tape_loops_beside_fit, tf_module_alias
 
 RULES = {
@@ -42,6 +44,13 @@ def setup_code(ctx: RuleContext) -> str:
     # (the keras3 target: horovod.tensorflow alone, whose ops its adapters call; the Keras layer,
     # horovod.tensorflow.keras, is Keras 2's: rules/keras3_adapters.py)
     keras3 = ctx.keras_target == "keras3"
+    if keras3 and FIT in ctx.summary.kinds:
+        # (fit's callback adapters derive from keras.callbacks.Callback: a program that imports
+        # only members of keras gets the module)
+        anchor = env.setup_after
+        keras, bound = keras_module(ctx, ctx.stmt_end(anchor) if anchor is not None else len(ctx.source.text))
+        if not bound:
+            lines.append("import keras" if keras == "keras" else f"import keras as {keras}")
     lines.append(f"import {'horovod.tensorflow' if keras3 else ctx.summary.hvd_module} as hvd")
     if ctx.summary.hvd_module.endswith("keras") and not keras3:
         # a tape needs horovod.tensorflow's wrapper, a shared value its broadcast_object, a read

@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.callables import callee_name
-from ..analysis.keras3 import KERAS3_ROOTS, keras3_blockers, keras3_imports
+from ..analysis.keras3 import ADAPTER_REASON, KERAS3_ROOTS, keras3_blockers, keras3_imports
 from ..analysis.loop import FIT, LOOP_CODES, TAPE
 from ..analysis.strategy import STRATEGY_METHODS, strategy_message, strategy_uses
 from ..analysis.keras_layout import keras_layout_messages
@@ -148,7 +148,7 @@ def _keras3_target(ctx: RuleContext, imports, blockers, converting: bool) -> Ite
     backend). A use no target runs (`keras3_blockers`) refuses the conversion, named here."""
     env = ctx.env
     why = getattr(ctx, "keras_target_reason", None)
-    chosen = f", chosen for {why}: no Keras 2 has it" if why else ""
+    chosen = f", chosen for {why}" + ("" if why.startswith(ADAPTER_REASON) else ": no Keras 2 has it") if why else ""
     related = [(node, what) for node, what, _ in blockers[:3]]
     for i, (node, root) in enumerate(imports):
         what = "`keras_core` is Keras 3" if root == "keras_core" else "standalone `keras` is Keras 3 (TensorFlow >= 2.16)"

@@ -1,7 +1,9 @@
 """Step loops (contract point 5): a GradientTape program driven by ``for step in range(n)``
 that draws a batch each step (``next(it)`` with ``it = iter(ds)``, ``next(iter(ds))``,
 ``ds.as_numpy_iterator()``, a generator ``def batches(): ... yield`` read with ``next``, a
-function drawing a random batch ``x, y = get_batch()``).
+function drawing a random batch ``x, y = get_batch()``), or one that iterates a generator of
+the program, ``for x, y in batches(n):``, whose yields sit in one ``for _ in range(n)`` (that
+range is divided, in the generator).
 
 * HVD042 (the divide-steps family, here for loops): ``range(n)`` becomes
   ``range(max(1, n // hvd.size()))`` (``range(1, n + 1)`` becomes
@@ -40,7 +42,7 @@ from ..parse import nodes as N
 from ..parse.source import Edit
 from . import data_seeds
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd
-from .work_division import KNOWN_SIZE, _key, _shard, divide, note, pipeline, training_data
+from .work_division import KNOWN_SIZE, _key, _shard, divide, generator_loop, note, pipeline, training_data
 
 RULES = {
     "HVD048": ("data-seed-per-rank", "Seed the batches' random draws per rank (seed + hvd.rank())"),
@@ -94,7 +96,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         rng = _range_call(ctx, use.expr)
         if rng is None:
-            yield from _seeded_noise(ctx, use, seen)
+            found = list(_generator_steps(ctx, use, seen))
+            yield from found or _seeded_noise(ctx, use, seen)
             continue
         if mentions_hvd(rng.node, ctx) or ctx.blocked("HVD042", rng.node):
             continue
@@ -127,6 +130,39 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                  f"(e.g. a last-step test never true on a rank): use max(1, {stop.value} // {ctx.hvd}.size()) there")
         yield finding(ctx, "HVD042", rng.node, "every rank runs all the loop's steps",
                       Fix("Divide the loop's steps by hvd.size()", edits))
+
+
+def _generator_steps(ctx: RuleContext, use, seen: set) -> Iterator[Finding]:
+    """``for batch in batches(): step(batch)`` (or ``ds = batches()`` then ``for batch in ds``),
+    where ``batches`` is a generator of the program, called once, whose every ``yield`` is in
+    one ``for _ in range(n)`` of its own body: the loop's steps are that range's, divided there
+    (HVD042) when each rank draws its own batches (unseeded random draws, or a seeding made
+    per rank: HVD048); otherwise the report says why not."""
+    loop = use.expr.parent
+    fn = generator_loop(ctx, use.expr, loop) if loop is not None and loop.type == "for_stmt" else None
+    if fn is None:
+        return
+    label = f"the generator `{fn.name.value}`"
+    yields = [n for n in N.walk(fn.children[-1]) if n.type == "yield_expr" or (n.type == "keyword" and n.value == "yield")]
+    loops = {id(N.loop_around(y)): N.loop_around(y) for y in yields}
+    inner = next(iter(loops.values())) if len(loops) == 1 else None
+    rng = _range_call(ctx, inner.children[3]) if inner is not None and inner.type == "for_stmt" else None
+    if rng is not None and (mentions_hvd(rng.node, ctx) or ctx.blocked("HVD042", rng.node)):
+        return
+    edits = _divide_range(ctx, rng) if rng is not None else None
+    if edits is None or len(ctx.env.callers(fn)) != 1:
+        why = "it is called more than once" if edits is not None else "its yields are not all in one `range(n)` loop"
+        note(ctx, use.expr, f"not divided: the loop's steps are those of {label}, which are not divided here "
+             f"({why}); divide its number of batches by hvd.size() and draw each rank's own")
+        return
+    draw = Draw("fixed", fn) if _cursor(fn) or not _randomness(ctx, fn) else Draw("random", fn, _randomness(ctx, fn))
+    fixes, why = _per_rank(ctx, draw, loop, use, seen)
+    if why:
+        note(ctx, rng.node, f"not divided: {why}; draw each rank's batches from its own shard and divide the steps")
+        return
+    yield from fixes
+    yield finding(ctx, "HVD042", rng.node, f"every rank runs all the steps of {label}",
+                  Fix("Divide the loop's steps by hvd.size()", edits))
 
 
 def _generator_fits(ctx: RuleContext) -> Iterator[Finding]:

@@ -48,7 +48,9 @@ from .pipelines import (  # noqa: F401  (re-exported: use_site, data_shard and s
     _unwrap,
     _zipped,
     chain_calls,
+    generator_loop,
     other_datasets,
+    over_range,
     pipeline,
     same_data,
     shuffle_seeds,
@@ -116,12 +118,6 @@ def _drivers(ctx: RuleContext, site) -> list:
             if loop is not None and all(loop is not d for d in out):
                 out.append(loop)
     return out
-
-
-def _over_range(ctx: RuleContext, expr) -> bool:
-    """``for step in range(n)``: a step loop, divided by rules/step_loops.py."""
-    call = N.as_call(N.unparen(_unwrap(ctx, N.unparen(expr))))
-    return call is not None and call.callee_dotted() == "range"
 
 
 def plays_episodes(ctx: RuleContext) -> bool:
@@ -444,8 +440,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if split is not None:
                 yield from _even_split(ctx, split, seen_sources)
                 continue
-            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not _over_range(ctx, use.expr) \
-                    and not plays_episodes(ctx):     # (an agent's samples are its own episodes: nothing to shard)
+            if pipe is None and use.expr is not None and not mentions_hvd(use.expr, ctx) and not over_range(ctx, use.expr) \
+                    and not plays_episodes(ctx) and generator_loop(ctx, use.expr, use.expr.parent) is None:
+                # (an agent's samples are its own episodes: nothing to shard; a generator's steps: step_loops)
                 note(ctx, use.expr, "not divided: the loop's data is not a tf.data pipeline this file builds "
                      "from a source of known size; shard it by rank and bound every rank by the same take(n)")
             if pipe is not None and pipe.infinite and not bounds(ctx, pipe) and not _sharded(pipe):
