@@ -30,8 +30,8 @@ from typing import Iterator
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, mentions_hvd,
-                   report_note, under_rank0_guard)
+from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, may_run_before,
+                   mentions_hvd, report_note, under_rank0_guard)
 from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
@@ -382,7 +382,8 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
-        match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
+        match = [w for w in writes if w[1] is scope and (w[2].start_pos < call.node.start_pos or
+                                                          may_run_before(ctx, w[2], call.node)) and
                  (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
                   or not w[0] and call.method == "restore")]
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..analysis.loop import FIT, TAPE
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .base import Finding, Fix, RuleContext, finding, may_run_before, mentions_hvd, under_rank0_guard
 from . import shared_values
 from .written import checkpoint_of
 
@@ -257,9 +257,11 @@ def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
 
 
 def _steps_before(ctx: RuleContext, site, stmt) -> bool:
-    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, or its
-    function is called before it."""
+    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, its
+    function is called before it, or `stmt` runs again after a step (`may_run_before`: a
+    function that restores and then trains, called twice; a restore in the epoch loop)."""
     at = site.driver or site.node
     fn = site.function
     return at.start_pos < stmt.end_pos or any(c.node.start_pos < stmt.end_pos
-                                              for c in (ctx.env.callers(fn) if fn is not None else ()))
+                                              for c in (ctx.env.callers(fn) if fn is not None else ())) or \
+        any(may_run_before(ctx, node, stmt) for node in dict.fromkeys((at, site.node)))
