@@ -104,3 +104,55 @@ def test_a_restore_with_a_variable_is_broadcast_with_it():
     """
     assert_rule(before, after, "HVD033")
     assert not point7_notes(before)
+
+
+def test_a_with_open_block_that_only_binds_what_it_reads_runs_on_rank0():
+    before = HEAD + """
+    with open("meta.json", "w") as f:
+        json.dump({"steps": 3}, f)
+    with open("meta.json") as f:
+        meta = json.load(f)
+    steps = meta["steps"]
+    """
+    after = HEAD + """
+    with open("meta.json", "w") as f:
+        json.dump({"steps": 3}, f)
+    meta = None
+    if hvd.rank() == 0:
+        with open("meta.json") as f:
+            meta = json.load(f)
+    meta = hvd.broadcast_object(meta, root_rank=0)
+    steps = meta["steps"]
+    """
+    assert_rule(before, after, "HVD033")
+    assert not point7_notes(before)
+
+
+def test_a_file_block_that_does_more_than_bind_keeps_the_barrier():
+    """A print in the block (it would then run on rank 0 alone: a guard of its own), the handle
+    used after the block, a program's own function (it may reach a collective), a handle
+    never closed: the block's form is not this one, the barrier and point 7's line stay."""
+    for body in ("""
+    with open("meta.json") as f:
+        meta = json.load(f)
+        print(meta)
+    """, """
+    with open("meta.json") as f:
+        meta = json.load(f)
+    print(f.closed)
+    """, """
+    def parse(fh):
+        return json.load(fh)
+    with open("meta.json") as f:
+        meta = parse(f)
+    """, """
+    f = open("meta.json")
+    meta = json.load(f)
+    """):
+        text = HEAD + """
+    with open("meta.json", "w") as g:
+        json.dump({"steps": 3}, g)
+    """ + body
+        out = conversion(src(text)).converted()
+        assert "broadcast_object" not in out and 'name="barrier")' in out, out
+        assert any('needs a shared filesystem: `"meta.json"`' in n for n in point7_notes(text)), body

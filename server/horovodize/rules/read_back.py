@@ -2,9 +2,11 @@
 reads the file it wrote and the others get what it read by a collective, with no barrier.
 A plain value (``x = <read>``: ``latest_checkpoint``, ``os.listdir``, ``np.load``, json/pickle
 loads) becomes ``x = hvd_tf.broadcast_object(<read> if hvd.rank() == 0 else None,
-root_rank=0)``; weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``,
-``restore``) run under ``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what
-they filled, less what a later ``fit``'s callback or tape loop's first-step broadcast carries.
+root_rank=0)``, and a file's block that only binds what it reads (``with open(p) as f: text =
+f.read()``; ``f = open(p)`` ... ``f.close()``) runs on rank 0, its names broadcast after it;
+weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``, ``restore``) run under
+``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what they filled, less what a
+later ``fit``'s callback or tape loop's first-step broadcast carries.
 Anything else (``load_model``: see HVD033.md) keeps the barrier.
 
 Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read in this
@@ -15,9 +17,11 @@ names it, `setup_imports.placed`), written (`checkpoint_of`), analysis.loop (tra
 from __future__ import annotations
 
 from ..analysis.loop import FIT, TAPE
+from ..analysis.roles import REBUILT_MODELS
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, may_run_before, mentions_hvd, under_rank0_guard
+from .base import (Finding, Fix, RuleContext, finding, guard_lines, may_run_before, mentions_hvd,
+                   under_rank0_guard)
 from . import shared_values
 from .written import checkpoint_of
 
@@ -47,6 +51,10 @@ def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()
         return None
     if call.method in STATE_METHODS:
         return _state(ctx, call, stmt, mod)
+    if call.callee_dotted() == "open":
+        block = _read_block(ctx, call, stmt)
+        if block is not None:
+            return _shared_block(ctx, call, mod, *block)
     outer = next((c for c in N.calls_in(stmt) if c.method in STATE_METHODS and N.inside(call.node, c.trailer)), None)
     if outer is not None:      # ``checkpoint.restore(tf.train.latest_checkpoint(d))``: one read on rank 0
         return _state(ctx, outer, stmt, mod)
@@ -134,6 +142,76 @@ def _names_only(ctx: RuleContext, stmt, reads: frozenset) -> bool:
     return True
 
 
+# -- a file's block: if rank 0: <open, read into names>; names = broadcast_object(names) -----
+def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
+    """(first, last, names) of the statements that open `call`'s file and only bind names from
+    what they read: ``with open(p) as f:`` and its body (``text = f.read()``, ``config =
+    json.load(f)``), or ``f = open(p)``, the assignments after it and ``f.close()``. None when
+    another statement, a nested block or the handle itself (a name bound to it, a later use)
+    is in it."""
+    if stmt.type == "with_stmt":
+        item = stmt.children[1]
+        if item.type != "with_item" or item.children[0] is not call.node or item.children[2].type != "name":
+            return None            # (one item, ``as <name>``)
+        handle, first, last = item.children[2].value, stmt, stmt
+        body = stmt.children[-1]
+        lines = [c for c in body.children if c.type != "newline"] if body.type == "suite" else [body]
+    elif stmt.type == "expr_stmt" and len(stmt.children) == 3 and stmt.children[1] == "=" and \
+            stmt.children[0].type == "name" and stmt.children[2] is call.node and N.alone_on_line(stmt):
+        handle, first = stmt.children[0].value, N.simple_stmt_of(stmt)
+        lines = []
+        nxt = first.get_next_sibling()
+        while nxt is not None and nxt.type == "simple_stmt" and not _closes(nxt, handle):
+            lines.append(nxt)
+            nxt = nxt.get_next_sibling()
+        if nxt is None or not _closes(nxt, handle) or not lines:
+            return None
+        last = nxt
+    else:
+        return None
+    names = []
+    for line in lines:
+        small = line.children[0] if line.type == "simple_stmt" and len(line.children) == 2 else None
+        if small is None or small.type != "expr_stmt" or len(small.children) != 3 or small.children[1] != "=" or \
+                small.children[0].type != "name" or small.children[2].type == "name" or \
+                not _plain(ctx, small.children[2]):
+            return None
+        names.append(small.children[0].value)
+    scope = N.func_scope_of(stmt)
+    if not names or handle in names or any(ref.start_pos > last.end_pos and N.func_scope_of(ref) is scope
+                                           for ref in ctx.env.index.names.get(handle, ())):
+        return None
+    return first, last, list(dict.fromkeys(names))
+
+
+def _closes(line, handle: str) -> bool:
+    return line.type == "simple_stmt" and line.children[0].get_code(include_prefix=False) == f"{handle}.close()"
+
+
+def _plain(ctx: RuleContext, value) -> bool:
+    """`value` is plain data read from a file: no Horovod call, no call of the program's own
+    functions (they may reach a collective), no restore, no generator or lambda."""
+    if mentions_hvd(value, ctx) or any(leaf.type == "keyword" and leaf.value in ("yield", "await", "lambda")
+                                       for leaf in N.walk(value)):
+        return False
+    return not any(ctx.env.call_target(c) is not None or c.method in STATE_METHODS for c in N.calls_in(value))
+
+
+def _shared_block(ctx: RuleContext, call: N.Call, mod: str, first, last, names: list) -> Finding | None:
+    """``text = None``, the block under ``if hvd.rank() == 0:``, then ``text =
+    hvd_tf.broadcast_object(text, root_rank=0)`` (a tuple of the names when there are several)."""
+    if under_rank0_guard(first, ctx):
+        return None
+    both = ", ".join(names)
+    shared = names[0] if len(names) == 1 else f"({both})"
+    edits = [ctx.insert_before_stmt(first, " = ".join(names) + " = None"),
+             *guard_lines(ctx, first, last, f"{ctx.hvd}.rank() == 0"),
+             ctx.insert_after_stmt(last, f"{both} = {mod}.broadcast_object({shared}, root_rank=0)")]
+    what = f"`{names[0]}` is" if len(names) == 1 else f"{', '.join(f'`{n}`' for n in names)} are"
+    return finding(ctx, "HVD033", call.node, f"{what} read back from rank 0's file on every rank: on another "
+                   "host it is not there", Fix(VALUE, edits))
+
+
 # -- weights: if rank 0: restore; broadcast_variables(...) ----------------------------------
 def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
     if stmt is not call.node or not N.alone_on_line(stmt) or call.has_star():
@@ -190,14 +268,15 @@ def _built_after(ctx: RuleContext, name: str, after):
 
 def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
     """Model `name` has variables at `stmt`: a Keras application, a functional ``Model(inputs,
-    outputs)`` or a ``Sequential`` given its input shape (built as they are made), or a model
+    outputs)``, a ``Sequential`` given its input shape or a ``model_from_json`` (built as they
+    are made), or a model
     built, called or trained before it. A subclass, or a Sequential with no input shape, makes
     its variables at its first call (a load_weights before that restores only then)."""
     binding = ctx.env.lookup(name, stmt, "model")
     made = N.as_call(binding.value) if binding is not None and binding.value is not None else None
     q = (ctx.env.callee_qualname(made) or "") if made is not None else ""
     text = made.node.get_code(include_prefix=False) if made is not None else ""
-    if ".applications." in q or q.endswith((".Model", ".models.Model")) or \
+    if ".applications." in q or q.endswith((".Model", ".models.Model")) or q in REBUILT_MODELS or \
             q.endswith("Sequential") and ("input_shape" in text or "Input(" in text or "InputLayer" in text):
         return True
     start = binding.stmt.end_pos if binding is not None else (0, 0)
