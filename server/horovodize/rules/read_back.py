@@ -9,8 +9,8 @@ weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``, ``rest
 later ``fit``'s callback or tape loop's first-step broadcast carries.
 Anything else (``load_model``: see HVD033.md) keeps the barrier.
 
-Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read in this
-form). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
+Provides `rewrite` (the finding for one read, or None), `in_rank0_value` (a read in this
+form) and `fills_state` (a statement that restores weights). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
 names it, `setup_imports.placed`), written (`checkpoint_of`), analysis.loop (training sites).
 """
 
@@ -32,7 +32,7 @@ STATE_CARRIED = "Restore on rank 0 only (the broadcast of the training that foll
 VALUE_QUALNAMES = ("tensorflow.train.latest_checkpoint",)
 VALUE_DOTTED = {"os.listdir", "glob.glob", "glob", "np.load", "numpy.load", "json.load", "pickle.load",
                 "joblib.load", "pd.read_csv", "pandas.read_csv", "imageio.imread", "plt.imread", "open"}
-STATE_METHODS = ("load_weights", "restore")
+STATE_METHODS = ("load_weights", "restore", "restore_or_initialize")
 # Reads whose value names files (a folder's listing, the newest checkpoint's prefix): broadcast
 # only when every later use stays where the files are not read on every rank (`_names_only`).
 PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_checkpoint")
@@ -40,6 +40,7 @@ PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_check
 NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "sorted", "max", "min", "os.path.join",
                         "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.split"})
 CHECKPOINTS = ("tensorflow.train.Checkpoint", "tensorflow.compat.v2.train.Checkpoint")
+MANAGER = "tensorflow.train.CheckpointManager"
 
 
 def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()) -> Finding | None:
@@ -71,6 +72,12 @@ def in_rank0_value(ctx: RuleContext, node) -> bool:
             return True
         cur = parent
     return False
+
+
+def fills_state(stmt) -> bool:
+    """`stmt` restores weights or a checkpoint (``status = ckpt.restore(p)``): the variables it
+    fills are every rank's, whoever uses the value it returns."""
+    return any(c.method in STATE_METHODS for c in N.calls_in(stmt))
 
 
 def _in_tf_function(stmt) -> bool:
@@ -214,8 +221,9 @@ def _shared_block(ctx: RuleContext, call: N.Call, mod: str, first, last, names: 
 
 # -- weights: if rank 0: restore; broadcast_variables(...) ----------------------------------
 def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
-    if stmt is not call.node or not N.alone_on_line(stmt) or call.has_star():
-        return None            # (``status = ckpt.restore(p)``: the status is used on every rank)
+    uses = _status_uses(ctx, call, stmt) if stmt is not call.node else []
+    if uses is None or not N.alone_on_line(stmt) or call.has_star():
+        return None
     receiver = call.receiver_dotted()
     objects = _restored(ctx, call, receiver)
     if objects is None:
@@ -236,15 +244,43 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
                 after = built         # (a model built after its load_weights: its variables exist only then)
             elif not _built_before(ctx, name, stmt):
                 return None           # variables made at a later first call: nothing to broadcast here
-    guard = ctx.guard_rank0(stmt)
-    if guard is None:
+    guards = [ctx.guard_rank0(at) for at in (stmt, *uses)]
+    if None in guards:
         return None
-    edits = [guard]
+    edits = guards[:1]
     if parts:
         edits.append(ctx.insert_after_stmt(after, f"{mod}.broadcast_variables({' + '.join(parts)}, root_rank=0)"))
+    edits += guards[1:]         # (after the broadcast: a check on the next line starts where it ends)
     what = "the weights" if call.method == "load_weights" else "the checkpoint"
     return finding(ctx, "HVD033", call.node, f"every rank reads {what} rank 0 saved: on another host the file is "
                    "not there", Fix(STATE if parts else STATE_CARRIED, edits))
+
+
+# A restore's status (``status = ckpt.restore(p)``): the checks rank 0 alone can make of it.
+STATUS_METHODS = ("assert_consumed", "assert_existing_objects_matched", "assert_nontrivial_match", "expect_partial")
+
+
+def _status_uses(ctx: RuleContext, call: N.Call, stmt) -> list | None:
+    """``status = ckpt.restore(p)`` (``.expect_partial()`` after it too): the statements that use
+    `status` after it, each ``status.assert_consumed()`` and the like alone on its line, which
+    run on rank 0 with the restore (the other ranks have no status). None when `stmt` is not
+    such an assignment or `status` is used otherwise (kept, passed on, read by a function)."""
+    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[1] != "=" or \
+            stmt.children[0].type != "name" or stmt.children[2] is not call.node:
+        return None
+    target = stmt.children[0]
+    scope = N.func_scope_of(stmt)
+    uses = []
+    for ref in ctx.env.index.names.get(target.value, ()):
+        if ref is target or ref.start_pos < stmt.start_pos:
+            continue
+        at = N.statement_of(ref)
+        used = N.as_call(at) if at is not None else None
+        if N.func_scope_of(ref) is not scope or used is None or used.node is not at or \
+                used.receiver_dotted() != target.value or used.method not in STATUS_METHODS:
+            return None
+        uses.append(at)
+    return uses
 
 
 _BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "predict_on_batch", "summary")
@@ -287,15 +323,23 @@ def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
 
 def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | None:
     """(role, name) of each object the read fills: the model of ``load_weights``, each object
-    a ``tf.train.Checkpoint(...)`` tracks (models, optimizers, ``tf.Variable``s). None when one
-    of them is something else (its state could not be named here)."""
+    a ``tf.train.Checkpoint(...)`` tracks (models, optimizers, ``tf.Variable``s), also the one
+    a manager's ``restore_or_initialize`` restores. None when one of them is something else
+    (its state could not be named here)."""
     env = ctx.env
     if call.method == "load_weights":
         return [("model", receiver)] if receiver and env.lookup(receiver, call.node, "model") else None
     ckpt = checkpoint_of(env, receiver, call.node)
     made = N.as_call(ckpt.value) if ckpt is not None else None
+    if made is not None and call.method == "restore_or_initialize":
+        # the manager's checkpoint (an ``init_fn`` would run on rank 0 alone: not this form)
+        arg = made.positional(0) or made.keyword("checkpoint")
+        if env.callee_qualname(made) != MANAGER or made.keyword("init_fn") is not None or arg is None:
+            return None
+        ckpt = checkpoint_of(env, N.dotted(arg.value), call.node)
+        made = N.as_call(ckpt.value) if ckpt is not None else None
     if made is None or env.callee_qualname(made) not in CHECKPOINTS or not made.args:
-        return None            # (a manager's ``restore_or_initialize``, a TF1 Saver: not this form)
+        return None            # (a TF1 Saver, a manager's restore of a checkpoint not named here)
     out = []
     for arg in made.args:
         name = N.dotted(arg.value)
