@@ -225,3 +225,51 @@ def test_a_file_block_that_does_more_than_bind_keeps_the_barrier():
         out = conversion(src(text)).converted()
         assert "broadcast_object" not in out and 'name="barrier")' in out, out
         assert any('needs a shared filesystem: `"meta.json"`' in n for n in point7_notes(text)), body
+
+
+
+BUILT = """
+    import tensorflow as tf
+
+
+    class Net(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = tf.keras.layers.Dense(1)
+
+        def call(self, x):
+            return self.d(x)
+
+
+    model = Net()
+    opt = tf.keras.optimizers.SGD(0.01)
+    ds = tf.data.Dataset.from_tensor_slices((tf.ones([32, 4]), tf.ones([32, 1]))).batch(8)
+    for x, y in ds:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    model.save_weights("w.h5")
+    fresh = Net()
+
+
+    def warm_up():
+        fresh(tf.zeros([1, 4]))
+
+
+    WARM_BEFORE
+    fresh.load_weights("w.h5")
+    WARM_AFTER
+    y = fresh(tf.ones([1, 4]))
+    """
+
+
+def test_a_subclassed_model_is_built_by_a_call_that_runs_before_the_read():
+    """The model's first call in a function called before the read builds it (its variables
+    are broadcast after the read); in one only called after, not, though its text is before
+    the read (the read keeps its barrier: the weights would be restored at that later first
+    call, after any broadcast here)."""
+    for before, after, shared in (("warm_up()", "", True), ("", "warm_up()", False)):
+        text = BUILT.replace("WARM_BEFORE", before).replace("WARM_AFTER", after)
+        out = conversion(src(text)).converted()
+        assert ("hvd.broadcast_variables(fresh.variables, root_rank=0)" in out) is shared, out
+        assert ('name="barrier")' in out) is not shared, out

@@ -296,18 +296,18 @@ def reach_points(ctx: RuleContext, node, depth: int = 4) -> list:
     return out
 
 
-def may_run_before(ctx: RuleContext, first, then) -> bool:
+def may_run_before(ctx: RuleContext, first, then, again: bool = True) -> bool:
     """`first` can run before `then` runs (once more): in a scope both reach (`reach_points`),
-    a point of `first` comes before one of `then`, or one loop of that scope holds both (its
-    next round). ``def resume(): ckpt.restore(...); <train>; manager.save()`` called twice: the
-    second call's restore follows the first call's save."""
+    a point of `first` comes before one of `then`, or (`again`) one loop of that scope holds
+    both (its next round). ``def resume(): ckpt.restore(...); <train>; manager.save()`` called
+    twice: the second call's restore follows the first call's save."""
     thens = reach_points(ctx, then)
     for a in reach_points(ctx, first):
         scope = N.func_scope_of(a)
         for b in thens:
             if N.func_scope_of(b) is not scope:
                 continue
-            if a is not b and a.start_pos < b.start_pos or _loop_holding(a, b, scope):
+            if a is not b and a.start_pos < b.start_pos or again and _loop_holding(a, b, scope):
                 return True
     return False
 

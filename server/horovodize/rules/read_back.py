@@ -283,7 +283,9 @@ def _status_uses(ctx: RuleContext, call: N.Call, stmt) -> list | None:
     return uses
 
 
-_BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "predict_on_batch", "summary")
+# A model's methods that build it, or (``summary``) fail unless it is built: one that ran
+# before a read means the model has its variables there.
+_BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "test_on_batch", "predict_on_batch", "summary")
 
 
 def _built_after(ctx: RuleContext, name: str, after):
@@ -305,9 +307,10 @@ def _built_after(ctx: RuleContext, name: str, after):
 def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
     """Model `name` has variables at `stmt`: a Keras application, a functional ``Model(inputs,
     outputs)``, a ``Sequential`` given its input shape or a ``model_from_json`` (built as they
-    are made), or a model
-    built, called or trained before it. A subclass, or a Sequential with no input shape, makes
-    its variables at its first call (a load_weights before that restores only then)."""
+    are made), or a model built, called or trained before it. A subclass, or a Sequential with
+    no input shape, makes its variables at its first call (a load_weights before that restores
+    only then). A build counts where it runs before `stmt` (`may_run_before`: in a function
+    called before it too, not one only called after it), found from the index of calls by name."""
     binding = ctx.env.lookup(name, stmt, "model")
     made = N.as_call(binding.value) if binding is not None and binding.value is not None else None
     q = (ctx.env.callee_qualname(made) or "") if made is not None else ""
@@ -316,9 +319,9 @@ def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
             q.endswith("Sequential") and ("input_shape" in text or "Input(" in text or "InputLayer" in text):
         return True
     start = binding.stmt.end_pos if binding is not None else (0, 0)
-    return any(start <= c.node.start_pos < stmt.start_pos and (
-        c.callee_dotted() == name or c.receiver_dotted() == name and c.method in _BUILDS)
-        for c, _owner in ctx.env.index.calls)
+    called = [c for c in ctx.calls(name.rsplit(".", 1)[-1]) if c.callee_dotted() == name]
+    used = [c for method in _BUILDS for c in ctx.calls(method) if c.receiver_dotted() == name]
+    return any(c.node.start_pos >= start and may_run_before(ctx, c.node, stmt, again=False) for c in called + used)
 
 
 def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | None:
