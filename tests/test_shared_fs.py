@@ -114,6 +114,36 @@ def test_require_local_fs_refuses_naming_paths_and_lines():
     assert not shared.refused and shared.converted() == conversion(SHARED_READS).converted()
 
 
+ROUNDS = """import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(64, 4).astype("float32")
+y = x.sum(axis=1)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+for round_ in range(2):
+    if round_:
+        best = tf.keras.models.load_model("m.h5")
+        model.set_weights(best.get_weights())
+    model.fit(x, y, epochs=1)
+    model.save("m.h5")
+"""
+
+
+def test_a_read_after_the_write_of_the_loops_last_round_waits_and_is_listed():
+    """The read comes first in the loop's text, the write it reads last: from the second round
+    on it reads what rank 0 wrote in the round before (`may_run_before`). It was neither waited
+    for nor listed, and --require-local-fs converted it."""
+    out = conversion(ROUNDS).converted()
+    assert ('        hvd.allreduce(tf.constant(0), name="barrier")\n'
+            '        best = tf.keras.models.load_model("m.h5")\n') in out, out
+    p = point7(ROUNDS)
+    assert [n["note"].split(";")[0] for n in p["notes"]] == [
+        'done, but needs a shared filesystem: `"m.h5"` (line 10)'], p
+    refused = conversion(ROUNDS, require_local_fs=True)
+    assert refused.refused and [(c, ln) for c, ln, _ in refused.refusal_reasons()] == [("point 7", 10)]
+
+
 def test_cli_require_local_fs_exits_3_and_changes_nothing(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(READS)

@@ -31,11 +31,16 @@ def line_of(script, text: str) -> int:
     return next(i for i, ln in enumerate(script.read_text().splitlines(), 1) if text in ln)
 
 
-@pytest.mark.parametrize("program", ["rb_values.py", "rb_restore_tape.py"])
+@pytest.mark.parametrize("program", ["rb_values.py", "rb_restore_tape.py", "rb_manager_resume.py",
+                                     "rb_json_model.py"])
 def test_values_and_checkpoints_read_back_on_two_hosts_pass(hvd_env, horovodize_exe, tmp_path, program):
     """Before read-back broadcasts (barrier, every rank reading its own disk), rb_values.py
     failed "ranks finish" and "own disks" (host 1 found no rb_ckpt) and rb_restore_tape.py
-    "same weights" (host 1 restored nothing and kept its own rate factor)."""
+    "same weights" (host 1 restored nothing and kept its own rate factor). rb_manager_resume.py's
+    restore, in a function called twice, was left on every rank with no broadcast (the loop's
+    first-step broadcast was taken to carry it): "same weights" failed, rank 0 one step behind.
+    rb_json_model.py read its JSON in a ``with open`` block on every rank after a barrier: "ranks
+    finish" and "own disks" failed (host 1 had no rb_model.json)."""
     py, _ = hvd_env
     proc = verify([str(copy(program, tmp_path)), "--np", "2", "--hosts", "2", "--python", str(py)], tmp_path)
     table = rows(proc)

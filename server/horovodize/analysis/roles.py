@@ -70,6 +70,12 @@ RELEVANT_MEMBERS = (
 )
 
 
+# A model made again from the architecture `to_json`/`to_yaml`/`get_config` saved: built as it is
+# made (the saved config holds its input shape), its weights then given by ``load_weights``.
+REBUILT_MODELS = ("tensorflow.keras.model_from_json", "tensorflow.keras.model_from_yaml",
+                  "tensorflow.keras.model_from_config")
+
+
 # keras_core: Keras 3 (keras3.py); tensorflow_addons: its Keras optimizers (AdamW, LAMB)
 MODULE_ROOTS = ("tensorflow", "keras", "os", "horovod", "tf_keras", "keras_core", "tensorflow_addons")
 
@@ -124,7 +130,7 @@ def member_role(q: str | None) -> tuple[str, str] | None:
     if q in ("tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager"):
         return "checkpoint", last
     if q in ("tensorflow.keras.Sequential", "tensorflow.keras.Model", "tensorflow.keras.load_model") or \
-            q.startswith("tensorflow.keras.applications.") and last[:1].isupper():
+            q in REBUILT_MODELS or q.startswith("tensorflow.keras.applications.") and last[:1].isupper():
         return "model", last     # (``MobileNetV2``; not ``preprocess_input``, ``decode_predictions``)
     if q == "tensorflow.keras.estimator.model_to_estimator":     # an Estimator around a compiled Keras model
         return "estimator", last

@@ -280,6 +280,48 @@ def called_on_rank0_only(ctx: RuleContext, fn) -> bool:
     return any(under_rank0_guard(c.node, ctx) for c in ctx.env.callers(fn))
 
 
+def reach_points(ctx: RuleContext, node, depth: int = 4) -> list:
+    """`node` and the calls that run it: its function's calls, theirs, and so on (`depth` levels)."""
+    out, seen, frontier = [node], set(), [node]
+    for _ in range(depth):
+        nxt = []
+        for at in frontier:
+            fn = N.func_scope_of(at)
+            if fn is None or fn.type != "funcdef" or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            nxt += [c.node for c in ctx.env.callers(fn)]
+        out += nxt
+        frontier = nxt
+    return out
+
+
+def may_run_before(ctx: RuleContext, first, then, again: bool = True) -> bool:
+    """`first` can run before `then` runs (once more): in a scope both reach (`reach_points`),
+    a point of `first` comes before one of `then`, or (`again`) one loop of that scope holds
+    both (its next round). ``def resume(): ckpt.restore(...); <train>; manager.save()`` called
+    twice: the second call's restore follows the first call's save."""
+    thens = reach_points(ctx, then)
+    for a in reach_points(ctx, first):
+        scope = N.func_scope_of(a)
+        for b in thens:
+            if N.func_scope_of(b) is not scope:
+                continue
+            if a is not b and a.start_pos < b.start_pos or again and _loop_holding(a, b, scope):
+                return True
+    return False
+
+
+def _loop_holding(a, b, scope) -> bool:
+    """A for/while of `scope` holds both `a` and `b`."""
+    loop = N.loop_around(a)
+    while loop is not None and N.func_scope_of(loop) is scope:
+        if N.inside(b, loop):
+            return True
+        loop = N.loop_around(loop)
+    return False
+
+
 def guard_lines(ctx: RuleContext, stmt, last, condition: str) -> list[Edit]:
     """``if <condition>:`` above a statement (through the sibling `last`), which moves one
     step right.

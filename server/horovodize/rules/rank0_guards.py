@@ -30,8 +30,8 @@ from typing import Iterator
 from ..analysis.effects import path_of
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, mentions_hvd,
-                   report_note, under_rank0_guard)
+from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, may_run_before,
+                   mentions_hvd, report_note, under_rank0_guard)
 from .data_acquisition import local_rank0_blocks, local_rank0_only
 from .written import (
     FOLDER_CALLS,
@@ -87,7 +87,7 @@ READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_m
                   "tensorflow.keras.saving.load_model", "tensorflow.io.read_file",
                   "tensorflow.lite.Interpreter")
 READ_DOTTED = {"np.load", "numpy.load", "pickle.load", "json.load", "joblib.load", "open", "pd.read_csv"}
-READ_METHODS = ("load_weights", "restore", "read")
+READ_METHODS = ("load_weights", "restore", "read", "restore_or_initialize")
 PATH_KEYWORDS = ("filepath", "export_dir", "file", "fname", "path", "save_path", "filename", "model_path")
 
 
@@ -384,9 +384,10 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
-        match = [w for w in writes if w[1] is scope and w[2].start_pos < call.node.start_pos and
+        match = [w for w in writes if w[1] is scope and (w[2].start_pos < call.node.start_pos or
+                                                          may_run_before(ctx, w[2], call.node)) and
                  (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
-                  or not w[0] and call.method == "restore")]
+                  or not w[0] and call.method in ("restore", "restore_or_initialize"))]
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):
@@ -403,8 +404,8 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
                                   if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
         if any(N.inside(call.node, s) for s in on_rank0):
             continue      # the print around it runs on rank 0, which wrote the file: no barrier
-        elif match and id(stmt) not in done and (name := _used_on_rank0_only(ctx, stmt, on_rank0)) \
-                and (edit := ctx.guard_rank0(stmt)) is not None:
+        elif match and id(stmt) not in done and not read_back.fills_state(stmt) and \
+                (name := _used_on_rank0_only(ctx, stmt, on_rank0)) and (edit := ctx.guard_rank0(stmt)) is not None:
             done.add(id(stmt))        # read where it is used: rank 0, no barrier, no shared filesystem
             yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
                           "rank 0 only", Fix(READ_ON_RANK0, [edit]))

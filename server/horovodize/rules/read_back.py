@@ -2,22 +2,26 @@
 reads the file it wrote and the others get what it read by a collective, with no barrier.
 A plain value (``x = <read>``: ``latest_checkpoint``, ``os.listdir``, ``np.load``, json/pickle
 loads) becomes ``x = hvd_tf.broadcast_object(<read> if hvd.rank() == 0 else None,
-root_rank=0)``; weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``,
-``restore``) run under ``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what
-they filled, less what a later ``fit``'s callback or tape loop's first-step broadcast carries.
+root_rank=0)``, and a file's block that only binds what it reads (``with open(p) as f: text =
+f.read()``; ``f = open(p)`` ... ``f.close()``) runs on rank 0, its names broadcast after it;
+weights read into a model or a ``tf.train.Checkpoint`` (``load_weights``, ``restore``) run under
+``if hvd.rank() == 0:``, followed by ``broadcast_variables`` of what they filled, less what a
+later ``fit``'s callback or tape loop's first-step broadcast carries.
 Anything else (``load_model``: see HVD033.md) keeps the barrier.
 
-Provides `rewrite` (the finding for one read, or None) and `in_rank0_value` (a read in this
-form). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
+Provides `rewrite` (the finding for one read, or None), `in_rank0_value` (a read in this
+form) and `fills_state` (a statement that restores weights). Requires: shared_values (horovod.tensorflow's name; a Keras set-up binds it when an edit
 names it, `setup_imports.placed`), written (`checkpoint_of`), analysis.loop (training sites).
 """
 
 from __future__ import annotations
 
 from ..analysis.loop import FIT, TAPE
+from ..analysis.roles import REBUILT_MODELS
 from ..parse import nodes as N
 from ..parse.source import Edit
-from .base import Finding, Fix, RuleContext, finding, mentions_hvd, under_rank0_guard
+from .base import (Finding, Fix, RuleContext, finding, guard_lines, may_run_before, mentions_hvd,
+                   under_rank0_guard)
 from . import shared_values
 from .written import checkpoint_of
 
@@ -28,7 +32,7 @@ STATE_CARRIED = "Restore on rank 0 only (the broadcast of the training that foll
 VALUE_QUALNAMES = ("tensorflow.train.latest_checkpoint",)
 VALUE_DOTTED = {"os.listdir", "glob.glob", "glob", "np.load", "numpy.load", "json.load", "pickle.load",
                 "joblib.load", "pd.read_csv", "pandas.read_csv", "imageio.imread", "plt.imread", "open"}
-STATE_METHODS = ("load_weights", "restore")
+STATE_METHODS = ("load_weights", "restore", "restore_or_initialize")
 # Reads whose value names files (a folder's listing, the newest checkpoint's prefix): broadcast
 # only when every later use stays where the files are not read on every rank (`_names_only`).
 PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_checkpoint")
@@ -36,6 +40,7 @@ PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_check
 NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "sorted", "max", "min", "os.path.join",
                         "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.split"})
 CHECKPOINTS = ("tensorflow.train.Checkpoint", "tensorflow.compat.v2.train.Checkpoint")
+MANAGER = "tensorflow.train.CheckpointManager"
 
 
 def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()) -> Finding | None:
@@ -47,6 +52,10 @@ def rewrite(ctx: RuleContext, call: N.Call, stmt, reads: frozenset = frozenset()
         return None
     if call.method in STATE_METHODS:
         return _state(ctx, call, stmt, mod)
+    if call.callee_dotted() == "open":
+        block = _read_block(ctx, call, stmt)
+        if block is not None:
+            return _shared_block(ctx, call, mod, *block)
     outer = next((c for c in N.calls_in(stmt) if c.method in STATE_METHODS and N.inside(call.node, c.trailer)), None)
     if outer is not None:      # ``checkpoint.restore(tf.train.latest_checkpoint(d))``: one read on rank 0
         return _state(ctx, outer, stmt, mod)
@@ -63,6 +72,12 @@ def in_rank0_value(ctx: RuleContext, node) -> bool:
             return True
         cur = parent
     return False
+
+
+def fills_state(stmt) -> bool:
+    """`stmt` restores weights or a checkpoint (``status = ckpt.restore(p)``): the variables it
+    fills are every rank's, whoever uses the value it returns."""
+    return any(c.method in STATE_METHODS for c in N.calls_in(stmt))
 
 
 def _in_tf_function(stmt) -> bool:
@@ -134,10 +149,81 @@ def _names_only(ctx: RuleContext, stmt, reads: frozenset) -> bool:
     return True
 
 
+# -- a file's block: if rank 0: <open, read into names>; names = broadcast_object(names) -----
+def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
+    """(first, last, names) of the statements that open `call`'s file and only bind names from
+    what they read: ``with open(p) as f:`` and its body (``text = f.read()``, ``config =
+    json.load(f)``), or ``f = open(p)``, the assignments after it and ``f.close()``. None when
+    another statement, a nested block or the handle itself (a name bound to it, a later use)
+    is in it."""
+    if stmt.type == "with_stmt":
+        item = stmt.children[1]
+        if item.type != "with_item" or item.children[0] is not call.node or item.children[2].type != "name":
+            return None            # (one item, ``as <name>``)
+        handle, first, last = item.children[2].value, stmt, stmt
+        body = stmt.children[-1]
+        lines = [c for c in body.children if c.type != "newline"] if body.type == "suite" else [body]
+    elif stmt.type == "expr_stmt" and len(stmt.children) == 3 and stmt.children[1] == "=" and \
+            stmt.children[0].type == "name" and stmt.children[2] is call.node and N.alone_on_line(stmt):
+        handle, first = stmt.children[0].value, N.simple_stmt_of(stmt)
+        lines = []
+        nxt = first.get_next_sibling()
+        while nxt is not None and nxt.type == "simple_stmt" and not _closes(nxt, handle):
+            lines.append(nxt)
+            nxt = nxt.get_next_sibling()
+        if nxt is None or not _closes(nxt, handle) or not lines:
+            return None
+        last = nxt
+    else:
+        return None
+    names = []
+    for line in lines:
+        small = line.children[0] if line.type == "simple_stmt" and len(line.children) == 2 else None
+        if small is None or small.type != "expr_stmt" or len(small.children) != 3 or small.children[1] != "=" or \
+                small.children[0].type != "name" or small.children[2].type == "name" or \
+                not _plain(ctx, small.children[2]):
+            return None
+        names.append(small.children[0].value)
+    scope = N.func_scope_of(stmt)
+    if not names or handle in names or any(ref.start_pos > last.end_pos and N.func_scope_of(ref) is scope
+                                           for ref in ctx.env.index.names.get(handle, ())):
+        return None
+    return first, last, list(dict.fromkeys(names))
+
+
+def _closes(line, handle: str) -> bool:
+    return line.type == "simple_stmt" and line.children[0].get_code(include_prefix=False) == f"{handle}.close()"
+
+
+def _plain(ctx: RuleContext, value) -> bool:
+    """`value` is plain data read from a file: no Horovod call, no call of the program's own
+    functions (they may reach a collective), no restore, no generator or lambda."""
+    if mentions_hvd(value, ctx) or any(leaf.type == "keyword" and leaf.value in ("yield", "await", "lambda")
+                                       for leaf in N.walk(value)):
+        return False
+    return not any(ctx.env.call_target(c) is not None or c.method in STATE_METHODS for c in N.calls_in(value))
+
+
+def _shared_block(ctx: RuleContext, call: N.Call, mod: str, first, last, names: list) -> Finding | None:
+    """``text = None``, the block under ``if hvd.rank() == 0:``, then ``text =
+    hvd_tf.broadcast_object(text, root_rank=0)`` (a tuple of the names when there are several)."""
+    if under_rank0_guard(first, ctx):
+        return None
+    both = ", ".join(names)
+    shared = names[0] if len(names) == 1 else f"({both})"
+    edits = [ctx.insert_before_stmt(first, " = ".join(names) + " = None"),
+             *guard_lines(ctx, first, last, f"{ctx.hvd}.rank() == 0"),
+             ctx.insert_after_stmt(last, f"{both} = {mod}.broadcast_object({shared}, root_rank=0)")]
+    what = f"`{names[0]}` is" if len(names) == 1 else f"{', '.join(f'`{n}`' for n in names)} are"
+    return finding(ctx, "HVD033", call.node, f"{what} read back from rank 0's file on every rank: on another "
+                   "host it is not there", Fix(VALUE, edits))
+
+
 # -- weights: if rank 0: restore; broadcast_variables(...) ----------------------------------
 def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
-    if stmt is not call.node or not N.alone_on_line(stmt) or call.has_star():
-        return None            # (``status = ckpt.restore(p)``: the status is used on every rank)
+    uses = _status_uses(ctx, call, stmt) if stmt is not call.node else []
+    if uses is None or not N.alone_on_line(stmt) or call.has_star():
+        return None
     receiver = call.receiver_dotted()
     objects = _restored(ctx, call, receiver)
     if objects is None:
@@ -158,18 +244,48 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
                 after = built         # (a model built after its load_weights: its variables exist only then)
             elif not _built_before(ctx, name, stmt):
                 return None           # variables made at a later first call: nothing to broadcast here
-    guard = ctx.guard_rank0(stmt)
-    if guard is None:
+    guards = [ctx.guard_rank0(at) for at in (stmt, *uses)]
+    if None in guards:
         return None
-    edits = [guard]
+    edits = guards[:1]
     if parts:
         edits.append(ctx.insert_after_stmt(after, f"{mod}.broadcast_variables({' + '.join(parts)}, root_rank=0)"))
+    edits += guards[1:]         # (after the broadcast: a check on the next line starts where it ends)
     what = "the weights" if call.method == "load_weights" else "the checkpoint"
     return finding(ctx, "HVD033", call.node, f"every rank reads {what} rank 0 saved: on another host the file is "
                    "not there", Fix(STATE if parts else STATE_CARRIED, edits))
 
 
-_BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "predict_on_batch", "summary")
+# A restore's status (``status = ckpt.restore(p)``): the checks rank 0 alone can make of it.
+STATUS_METHODS = ("assert_consumed", "assert_existing_objects_matched", "assert_nontrivial_match", "expect_partial")
+
+
+def _status_uses(ctx: RuleContext, call: N.Call, stmt) -> list | None:
+    """``status = ckpt.restore(p)`` (``.expect_partial()`` after it too): the statements that use
+    `status` after it, each ``status.assert_consumed()`` and the like alone on its line, which
+    run on rank 0 with the restore (the other ranks have no status). None when `stmt` is not
+    such an assignment or `status` is used otherwise (kept, passed on, read by a function)."""
+    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[1] != "=" or \
+            stmt.children[0].type != "name" or stmt.children[2] is not call.node:
+        return None
+    target = stmt.children[0]
+    scope = N.func_scope_of(stmt)
+    uses = []
+    for ref in ctx.env.index.names.get(target.value, ()):
+        if ref is target or ref.start_pos < stmt.start_pos:
+            continue
+        at = N.statement_of(ref)
+        used = N.as_call(at) if at is not None else None
+        if N.func_scope_of(ref) is not scope or used is None or used.node is not at or \
+                used.receiver_dotted() != target.value or used.method not in STATUS_METHODS:
+            return None
+        uses.append(at)
+    return uses
+
+
+# A model's methods that build it, or (``summary``) fail unless it is built: one that ran
+# before a read means the model has its variables there.
+_BUILDS = ("build", "fit", "predict", "evaluate", "train_on_batch", "test_on_batch", "predict_on_batch", "summary")
 
 
 def _built_after(ctx: RuleContext, name: str, after):
@@ -190,33 +306,43 @@ def _built_after(ctx: RuleContext, name: str, after):
 
 def _built_before(ctx: RuleContext, name: str, stmt) -> bool:
     """Model `name` has variables at `stmt`: a Keras application, a functional ``Model(inputs,
-    outputs)`` or a ``Sequential`` given its input shape (built as they are made), or a model
-    built, called or trained before it. A subclass, or a Sequential with no input shape, makes
-    its variables at its first call (a load_weights before that restores only then)."""
+    outputs)``, a ``Sequential`` given its input shape or a ``model_from_json`` (built as they
+    are made), or a model built, called or trained before it. A subclass, or a Sequential with
+    no input shape, makes its variables at its first call (a load_weights before that restores
+    only then). A build counts where it runs before `stmt` (`may_run_before`: in a function
+    called before it too, not one only called after it), found from the index of calls by name."""
     binding = ctx.env.lookup(name, stmt, "model")
     made = N.as_call(binding.value) if binding is not None and binding.value is not None else None
     q = (ctx.env.callee_qualname(made) or "") if made is not None else ""
     text = made.node.get_code(include_prefix=False) if made is not None else ""
-    if ".applications." in q or q.endswith((".Model", ".models.Model")) or \
+    if ".applications." in q or q.endswith((".Model", ".models.Model")) or q in REBUILT_MODELS or \
             q.endswith("Sequential") and ("input_shape" in text or "Input(" in text or "InputLayer" in text):
         return True
     start = binding.stmt.end_pos if binding is not None else (0, 0)
-    return any(start <= c.node.start_pos < stmt.start_pos and (
-        c.callee_dotted() == name or c.receiver_dotted() == name and c.method in _BUILDS)
-        for c, _owner in ctx.env.index.calls)
+    called = [c for c in ctx.calls(name.rsplit(".", 1)[-1]) if c.callee_dotted() == name]
+    used = [c for method in _BUILDS for c in ctx.calls(method) if c.receiver_dotted() == name]
+    return any(c.node.start_pos >= start and may_run_before(ctx, c.node, stmt, again=False) for c in called + used)
 
 
 def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | None:
     """(role, name) of each object the read fills: the model of ``load_weights``, each object
-    a ``tf.train.Checkpoint(...)`` tracks (models, optimizers, ``tf.Variable``s). None when one
-    of them is something else (its state could not be named here)."""
+    a ``tf.train.Checkpoint(...)`` tracks (models, optimizers, ``tf.Variable``s), also the one
+    a manager's ``restore_or_initialize`` restores. None when one of them is something else
+    (its state could not be named here)."""
     env = ctx.env
     if call.method == "load_weights":
         return [("model", receiver)] if receiver and env.lookup(receiver, call.node, "model") else None
     ckpt = checkpoint_of(env, receiver, call.node)
     made = N.as_call(ckpt.value) if ckpt is not None else None
+    if made is not None and call.method == "restore_or_initialize":
+        # the manager's checkpoint (an ``init_fn`` would run on rank 0 alone: not this form)
+        arg = made.positional(0) or made.keyword("checkpoint")
+        if env.callee_qualname(made) != MANAGER or made.keyword("init_fn") is not None or arg is None:
+            return None
+        ckpt = checkpoint_of(env, N.dotted(arg.value), call.node)
+        made = N.as_call(ckpt.value) if ckpt is not None else None
     if made is None or env.callee_qualname(made) not in CHECKPOINTS or not made.args:
-        return None            # (a manager's ``restore_or_initialize``, a TF1 Saver: not this form)
+        return None            # (a TF1 Saver, a manager's restore of a checkpoint not named here)
     out = []
     for arg in made.args:
         name = N.dotted(arg.value)
@@ -257,9 +383,11 @@ def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
 
 
 def _steps_before(ctx: RuleContext, site, stmt) -> bool:
-    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, or its
-    function is called before it."""
+    """A step of the tape loop `site` can run before `stmt`: its loop starts before it, its
+    function is called before it, or `stmt` runs again after a step (`may_run_before`: a
+    function that restores and then trains, called twice; a restore in the epoch loop)."""
     at = site.driver or site.node
     fn = site.function
     return at.start_pos < stmt.end_pos or any(c.node.start_pos < stmt.end_pos
-                                              for c in (ctx.env.callers(fn) if fn is not None else ()))
+                                              for c in (ctx.env.callers(fn) if fn is not None else ())) or \
+        any(may_run_before(ctx, node, stmt) for node in dict.fromkeys((at, site.node)))
