@@ -236,7 +236,7 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
         parts.append({"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name))
     singles = [p for p in parts if "." not in p]
     parts = [p for p in parts if "." in p] + ([f"[{', '.join(singles)}]"] if singles else [])
-    after = N.simple_stmt_of(stmt)
+    after = N.simple_stmt_of(stmt) or stmt     # (a bare last line without a line break: the statement)
     for role, name in objects:
         if role == "model" and f"{name}.variables" in parts:
             built = _built_after(ctx, name, after)
