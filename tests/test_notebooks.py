@@ -488,3 +488,50 @@ def test_converting_a_converted_notebook_changes_nothing(path, tmp_path):
     twice = run("convert", str(converted))
     assert twice.returncode == 0, twice.stderr.decode()
     assert twice.stdout == once.stdout
+
+
+def test_to_script_comments_out_ipython_magic_machinery(tmp_path):
+    """A cell that defines a cell magic (`%%backend`, as a book's notebooks do) imports IPython's
+    magic machinery and decorates a function with it: the script runs without IPython, so the
+    import and the decorator are commented out (named in the warnings), and the script runs."""
+    cells = [["import os\n", "from IPython.core.magic import register_cell_magic\n", "\n",
+              "@register_cell_magic\n", "def backend(line, cell):\n",
+              "    current, required = os.environ.get('KERAS_BACKEND', ''), line.split()[-1]\n",
+              "    if current == required:\n", "        get_ipython().run_cell(cell)\n"],
+             ["import tensorflow as tf\n", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n",
+              "opt = tf.keras.optimizers.SGD(0.1)\n",
+              "for x in tf.data.Dataset.range(4).map(lambda i: tf.ones((1, 2))):\n",
+              "    with tf.GradientTape() as tape:\n", "        loss = tf.reduce_mean(model(x))\n",
+              "    grads = tape.gradient(loss, model.trainable_variables)\n",
+              "    opt.apply_gradients(zip(grads, model.trainable_variables))\n"]]
+    path, script = tmp_path / "book.ipynb", tmp_path / "book.py"
+    path.write_text(make(cells), encoding="utf-8")
+    proc = run("convert", str(path), "--to-script", str(script))
+    assert proc.returncode == 0, proc.stderr
+    text = script.read_text(encoding="utf-8")
+    assert "# from IPython.core.magic import register_cell_magic\n" in text and "# @register_cell_magic\n" in text
+    assert "\ndef backend(line, cell):\n" in text and "hvd.init()" in text
+    assert b"cell 1:2: `from IPython.core.magic import register_cell_magic` is commented out in the script" in proc.stderr
+    assert b"cell 1:4: `@register_cell_magic` is commented out" in proc.stderr
+    compile(text, str(script), "exec")
+    converted = tmp_path / "conv.ipynb"       # the notebook itself keeps them: it runs in IPython
+    assert run("convert", str(path), "-o", str(converted)).returncode == 0
+    assert "@register_cell_magic" in json.loads(converted.read_text())["cells"][0]["source"][3]
+
+
+def test_a_data_window_stays_in_the_cell_of_its_fetch(tmp_path):
+    """Local rank 0 fetches first, then the others: both waits go in the fetch's cell, also
+    when it is the cell's last statement (re-running that cell alone runs both halves)."""
+    cells = [["import numpy as np\n", "import tensorflow as tf\n", "from tensorflow.keras.datasets import imdb\n",
+              "(train_data, train_labels), _ = imdb.load_data(num_words=1000)"],
+             ["print(train_data[0])\n"],
+             ["x = np.zeros((len(train_data), 1000))\n",
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1, activation='sigmoid')])\n",
+              "model.compile(optimizer='adam', loss='binary_crossentropy')\n",
+              "model.fit(x, train_labels.astype('float32'), epochs=4, batch_size=512)\n"]]
+    path, out = tmp_path / "nb.ipynb", tmp_path / "out.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    assert run("convert", str(path), "-o", str(out)).returncode == 0
+    first, second = ("".join(c["source"]) for c in json.loads(out.read_text())["cells"][:2])
+    assert first.count('name="data_barrier"') == 2 and first.rstrip().endswith("# then the others find it in this host's cache")
+    assert "data_barrier" not in second

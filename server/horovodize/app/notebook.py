@@ -30,6 +30,15 @@ from ..parse.source import Edit, ParseError, Source, apply_edits, line_table
 _WS = re.compile(r"[ \t\n\r]*")
 # IPython lines that act outside the program: shell commands, package installs, written files.
 _ACTS = re.compile(r"[ \t]*(?:!|%(?:pip|conda|sh|run|system)\b|%%(?:bash|sh|script|writefile)\b)")
+# IPython's magic machinery: a cell that defines a magic (DLwP 3rd edition's `%%backend`)
+# imports it and decorates a function with it; without IPython (a script run by horovodrun)
+# the import fails, and with it the decorator (no get_ipython()).
+_MAGIC_MACHINERY = re.compile(r"[ \t]*(?:from[ \t]+IPython\.core\.magic[ \t]+import\b|import[ \t]+IPython\.core\.magic\b"
+                              r"|@[\w.]*register_(?:cell|line|line_cell)_magic\b)")
+# The wait that ends a data window (local rank 0 fetched, now the others; rules/data_acquisition):
+# it stays in the cell of the fetch it follows, where the window opened (re-running that cell
+# alone runs both halves).
+_CLOSES_WINDOW = re.compile(r'(?:if [\w.]+\.local_rank\(\) == 0:\s+)?[\w.]+\.allreduce\([^\n]*name="data_\w+"')
 _DECODER = json.JSONDecoder()
 _HELP = re.compile(r"[ \t]*(?:\?\??[\w.]+|[\w.]+\?\??)[ \t]*$")
 _ASSIGN_MAGIC = re.compile(r"[ \t]*[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]*=[ \t]*[%!]")
@@ -128,9 +137,11 @@ class Notebook:
         return out
 
     def placed(self, edits: list[Edit], setup: list[Edit] = ()) -> list[Edit]:
-        """The edits with the set-up and indented lines that fall between two cells moved
-        to the end of the cell they follow (`converted_cells`)."""
-        return [self._home(e) if e in setup or e.new_text[:1] in (" ", "\t") else e for e in edits]
+        """The edits with the set-up, indented lines and the closing wait of a data window
+        that fall between two cells moved to the end of the cell they follow
+        (`converted_cells`)."""
+        return [self._home(e) if e in setup or e.new_text[:1] in (" ", "\t") or _CLOSES_WINDOW.match(e.new_text)
+                else e for e in edits]
 
     def check_cells(self, new_cells: dict[int, str]) -> None:
         """Every changed cell must still parse on its own (magics masked): else ParseError."""
@@ -212,7 +223,7 @@ class Notebook:
                 if _ACTS.match(text[start:end]):
                     warn(f"cell {cell.index + 1}:{text.count(chr(10), 0, start) + 1}: `{text[start:end].strip()}` is "
                          "commented out in the script (IPython): do it before running the script")
-            text = masked
+            text = _without_magic_machinery(masked, cell.index, warn)
             parts.append(text if text.endswith(("\n", "\r")) or not text else text + "\n")
         return "".join(line + "\n" for line in futures) + "".join(parts)
 
@@ -228,6 +239,20 @@ class Notebook:
                                              tofile=f"b/{name}:cell {cell.index + 1}"):
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of cell\n")
         return "".join(out)
+
+
+def _without_magic_machinery(text: str, index: int, warn=None) -> str:
+    """A script's cell with IPython's magic machinery commented out (the import of
+    IPython.core.magic, the ``@register_cell_magic`` decorators): the function stays defined,
+    as a plain function; `warn` is told of each line."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    for i, line in enumerate(lines):
+        if _MAGIC_MACHINERY.match(line):
+            lines[i] = "# " + line
+            if warn:
+                warn(f"cell {index + 1}:{i + 1}: `{line.strip()}` is commented out in the script: IPython's magic "
+                     "machinery, which the script runs without (the function stays defined)")
+    return "".join(lines)
 
 
 def _indented(cell: Cell, e: Edit) -> Edit:

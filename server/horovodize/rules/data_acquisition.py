@@ -10,7 +10,8 @@ extraction never run on several ranks at once into the same path.
   extracts and closes what it fetched, in one ``if hvd.local_rank() == 0:`` block, then one
   allreduce on every rank (the others fetching again would write the same file).
 * A tf.data cache in a file gets a file per rank (`cache_files`).
-* Every other acquisition (``load_data`` without a ``path`` parameter, ``get_file``,
+* Every other acquisition (``load_data`` without a ``path`` parameter, imdb's and reuters'
+  ``get_word_index``, ``get_file``,
   ``tfds.load``, ``download_and_prepare``, ``gdown.cached_download``, a Keras application's
   ImageNet weights (``weights="imagenet"``, the default), ``hub.KerasLayer``/``hub.load`` of
   a URL, scikit-learn's ``fetch_*`` dataset fetchers (``fetch_california_housing``,
@@ -60,6 +61,8 @@ RULES = {
 PER_RANK_PATH = {"mnist": "mnist.npz", "imdb": "imdb.npz", "reuters": "reuters.npz",
                  "boston_housing": "boston_housing.npz"}
 LOAD_DATA = re.compile(r"^(?:tensorflow\.)?keras\.datasets\.(\w+)\.load_data$")
+# imdb's and reuters' word index: a get_file of its own into ~/.keras/datasets
+WORD_INDEX = re.compile(r"^(?:tensorflow\.)?keras\.datasets\.(?:imdb|reuters)\.get_word_index$")
 FETCH_DOTTED = {"tfds.load", "tensorflow_datasets.load", "gdown.download", "gdown.download_folder",
                 "gdown.cached_download", "urllib.request.urlretrieve", "request.urlretrieve", "urlretrieve",
                 "wget.download"}
@@ -67,7 +70,7 @@ EXTRACT_DOTTED = {"shutil.unpack_archive"}
 # What cleans a data folder after its download (a removed class folder, corrupt images).
 CLEAN = {"shutil.rmtree", "os.remove", "os.unlink", "os.rmdir", "os.removedirs"}
 TEXT_FROM_URL = {"np.loadtxt", "numpy.loadtxt", "np.genfromtxt", "numpy.genfromtxt"}
-NAMES = ("load_data", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
+NAMES = ("load_data", "get_word_index", "get_file", "load", "download", "download_folder", "cached_download", "urlretrieve",
          "download_and_prepare", "extractall", "unpack_archive", "loadtxt", "genfromtxt", "open")
 # Implicit downloads into the host's cache: a Keras application's ImageNet weights
 # (``weights="imagenet"``, the default) through get_file into ~/.keras/models, a TF Hub
@@ -102,6 +105,9 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
         if path is not None and path.value.type not in ("string", "strings"):
             return None                    # a path the program computes (``% os.getpid()``): its own choice
         return "fetch"
+    if WORD_INDEX.match(q):
+        path = call.keyword("path") or call.positional(0)
+        return "fetch" if path is None or path.value.type in ("string", "strings") else None
     if APPLICATION.match(q):
         weights = call.keyword("weights")
         if weights is None:
@@ -146,7 +152,7 @@ def acquisition(ctx: RuleContext, call: N.Call) -> str | None:
 
 def _candidate(ctx: RuleContext, call: N.Call, q: str, dotted: str, name: str) -> bool:
     """Could `acquisition` answer other than None, by the callee's name alone?"""
-    return bool(LOAD_DATA.match(q) or APPLICATION.match(q) or q in HUB or dotted in HUB
+    return bool(LOAD_DATA.match(q) or WORD_INDEX.match(q) or APPLICATION.match(q) or q in HUB or dotted in HUB
                 or name == "get_file" or dotted == "open" or dotted in FETCH_DOTTED or dotted in EXTRACT_DOTTED
                 or dotted in TEXT_FROM_URL or call.method in ("download_and_prepare", "extractall")
                 or _hub_alias(ctx, dotted) or name.startswith("fetch_"))
