@@ -448,3 +448,30 @@ def test_an_optimizer_built_in_compile_is_reported_once(compile_args):
             f"model.compile({compile_args})\nmodel.fit(np.ones((64, 4)), np.ones((64, 1)), epochs=4)\n")
     codes = sorted(f.code for f in analyze(text).findings if f.code in ("HVD010", "HVD011"))
     assert codes == ["HVD010", "HVD011"]
+
+
+def test_a_named_optimizer_under_a_tape_train_step_is_only_scaled_and_reported_so():
+    """compile('adam') for a train_step whose tape is wrapped (HVD020): the optimizer is scaled,
+    not distributed (averaging once), and the finding says so (HVD010, point 4), not HVD012's
+    'Use a scaled hvd.DistributedOptimizer' under point 3 for an edit that wraps nothing."""
+    program = src("""
+        import tensorflow as tf
+
+        class M(tf.keras.Model):
+            def train_step(self, data):
+                x, y = data
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean((self(x, training=True) - y) ** 2)
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+                return {"loss": loss}
+
+        inputs = tf.keras.Input((4,))
+        model = M(inputs, tf.keras.layers.Dense(1)(inputs))
+        model.compile(optimizer="adam")
+        model.fit(x, y, epochs=1)
+        """)
+    analysis = analyze(program)
+    named = [f for f in analysis.rule_sites if f.code in ("HVD010", "HVD012") and "'adam'" in f.message]
+    assert [f.code for f in named] == ["HVD010"] and "DistributedGradientTape" in named[0].message
+    assert 'model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate=0.001 * hvd.size()))' in analysis.converted()

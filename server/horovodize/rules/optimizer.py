@@ -409,10 +409,14 @@ def _compile(ctx: RuleContext, call: N.Call) -> Iterator[Finding]:
             text = f"{wrapper}({text})"
             # (--no-scale-lr: the engine takes the alternative, the named optimizer only wrapped)
             unscaled = Fix(UNSCALED_HVD012, adapter + [Edit(start, end, f"{wrapper}({keras}.optimizers.{legacy}{cls}())")])
+        if plain:   # (the train_step's tape averages: the named optimizer is only scaled, HVD010's change)
+            yield finding(ctx, "HVD010", value, f"learning rate of optimizer '{name}' given by name is not scaled "
+                          "by the number of ranks (the train_step's DistributedGradientTape averages the gradients)",
+                          Fix(RULES["HVD010"][1], [Edit(start, end, text)]))
+            return
         found = finding(ctx, "HVD012", value, f"optimizer '{name}' given by name is neither scaled nor distributed",
                         Fix(RULES["HVD012"][1], adapter + [Edit(start, end, text)]))
-        if not plain:
-            found.alternatives = [unscaled]
+        found.alternatives = [unscaled]
         yield found
         return
     inner = _inline_optimizer(ctx, value)
