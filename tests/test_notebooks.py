@@ -535,3 +535,22 @@ def test_a_data_window_stays_in_the_cell_of_its_fetch(tmp_path):
     first, second = ("".join(c["source"]) for c in json.loads(out.read_text())["cells"][:2])
     assert first.count('name="data_barrier"') == 2 and first.rstrip().endswith("# then the others find it in this host's cache")
     assert "data_barrier" not in second
+
+
+def test_fetches_in_two_cells_get_a_window_each(tmp_path):
+    """imdb's data in one cell and its word index in the next: each cell fetches in a window of
+    its own (one window across both would leave the first cell unable to run alone: ranks > 0
+    would wait for local rank 0 to finish the second)."""
+    cells = [["import numpy as np\n", "import tensorflow as tf\n", "from tensorflow.keras.datasets import imdb\n"],
+             ["(train_data, train_labels), _ = imdb.load_data(num_words=1000)\n"],
+             ["word_index = imdb.get_word_index()\n"],
+             ["x = np.zeros((len(train_data), 1000))\n",
+              "model = tf.keras.Sequential([tf.keras.layers.Dense(1, activation='sigmoid')])\n",
+              "model.compile(optimizer='adam', loss='binary_crossentropy')\n",
+              "model.fit(x, train_labels.astype('float32'), epochs=4, batch_size=512)\n"]]
+    path, out = tmp_path / "nb.ipynb", tmp_path / "out.ipynb"
+    path.write_text(make(cells), encoding="utf-8")
+    assert run("convert", str(path), "-o", str(out)).returncode == 0
+    sources = ["".join(c["source"]) for c in json.loads(out.read_text())["cells"]]
+    for fetch in sources[1:3]:
+        assert fetch.count('name="data_barrier"') == 2 and "local_rank() != 0" in fetch and "local_rank() == 0" in fetch

@@ -564,7 +564,11 @@ def _joins(ctx: RuleContext, prev, unit, bridge: int = 3) -> bool:
     if i is None or j is None or j <= i:
         return False
     between = siblings[i + 1:j]
-    return len(between) <= bridge and all(
+    # (a blank line ends a group: a notebook's cells are joined with one, app/notebook.py, and a
+    # window spanning two cells would leave the first unable to run alone)
+    gap = ctx.source.text[ctx.source.offset(prev.end_pos):ctx.source.offset(unit.start_pos)]
+    blank = any(not line.strip() for line in gap.split("\n")[:-1])     # (the gap starts a line)
+    return len(between) <= bridge and not blank and all(
         s.type == "simple_stmt" and not _trains(ctx, s) and not mentions_hvd(s, ctx) for s in between)
 
 

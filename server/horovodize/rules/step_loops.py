@@ -90,6 +90,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         return      # reinforcement learning: each rank's steps train on its own episodes (HVD046 seeds them)
     _until_loops(ctx)
     yield from _generator_fits(ctx)
+    yield from _seed_generators(ctx)
     seen: set = set()
     for use in training_data(ctx):
         if use.kind != TAPE or use.site.distributed or use.expr is None:
@@ -217,6 +218,27 @@ def _seeded_noise(ctx: RuleContext, use, seen: set) -> Iterator[Finding]:
         return         # (a seed read from the launcher's HOROVOD_RANK / OMPI_COMM_WORLD_RANK is per rank)
     seen.add(("seed", id(seed[0].node)))
     yield _seed_per_rank(ctx, seed[0], seed[1], noise[0], loop, "the step's random input")
+
+
+def _seed_generators(ctx: RuleContext) -> Iterator[Finding]:
+    """``keras.random.SeedGenerator(1337)`` in a program that trains (a layer's dropout masks,
+    a step's noise, drawn with ``seed=`` it): each rank trains on its own data, and with one
+    seed every rank would draw the same masks and noise for it (review r41: keras-team/keras
+    demo_custom_layer_backend_agnostic). Seeded per rank, as Horovod's examples seed
+    TensorFlow; the weights stay equal (the broadcast and the averaged gradients)."""
+    if not ctx.summary.sites:
+        return
+    for call in ctx.calls("SeedGenerator"):
+        q = ctx.env.callee_qualname(call) or call.callee_dotted() or ""
+        arg = call.keyword("seed") or call.positional(0)
+        if not q.endswith("keras.random.SeedGenerator") or call.has_star() or arg is None \
+                or arg.value.type not in ("number", "name") or mentions_hvd(call.node, ctx) \
+                or ctx.blocked("HVD048", call.node):
+            continue
+        start, end = ctx.source.span(arg.value)
+        yield finding(ctx, "HVD048", call.node, f"`SeedGenerator({arg.value.get_code(include_prefix=False)})` gives "
+                      "every rank the same random draws (dropout masks, noise) for its own data",
+                      Fix(RULES["HVD048"][1], [Edit(start, end, data_seeds.ranked(ctx, arg.value))]))
 
 
 def _until_loops(ctx: RuleContext) -> None:
