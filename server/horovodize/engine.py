@@ -56,7 +56,8 @@ DIVIDING = ("HVD040", "HVD041", "HVD042", "HVD043", "HVD048", "HVD073")
 PARTLY = "partly done"
 DIVIDED_BUT = "divided, but"         # a point-5 note: shares that overlap (blocks)
 # --require-local-fs (`Analysis.require_local_fs`): point 7's shared-filesystem note refuses.
-LOCAL_FS_UNBLOCK = ("read them on rank 0 only and broadcast the value (`hvd_tf.broadcast_object(...)`), or drop "
+LOCAL_FS_UNBLOCK = ("read them on rank 0 only and broadcast the value (horovod.tensorflow's `broadcast_object`, or "
+                    "`broadcast_variables` for a model's weights), or drop "
                     "--require-local-fs (the `requireLocalFs` setting) if the hosts share a filesystem")
 UNBLOCK = ("or convert with --no-scale-lr to keep the single-process learning rate (each rank then trains on all "
            "of the data: right, not faster)")
