@@ -243,6 +243,14 @@ def test_r5_negative_derived_datasets_and_wrapped_optimizer(check):
     assert restriction_codes(r) == []
 
 
+def test_r5_negative_optimizer_given_to_the_keras3_adapter(check):
+    # a keras3 conversion's `DistributedOptimizer(...)`, a function of the program (docs/keras3.md):
+    # a wrapper, as Horovod's is (`check` on a converted program flagged it)
+    r = check(HEAD + "def DistributedOptimizer(optimizer):\n    return optimizer\n"
+              "model.compile(optimizer=DistributedOptimizer(tf.keras.optimizers.Adam(0.1)), loss='mse')\n")
+    assert restriction_codes(r) == []
+
+
 # -- R6 ------------------------------------------------------------------------------------------
 def test_r6_optimizer_variable_reassigned(check):
     r = check(HEAD + "opt = tf.keras.optimizers.Adam(0.01)\n" + STEP + LOOP + "opt = None\n")

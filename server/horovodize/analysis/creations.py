@@ -233,7 +233,8 @@ def _is_argument(env: Env, call: N.Call) -> bool:
     q = env.callee_qualname(outer) or ""
     if (member_role(q) or ("",))[0] == "estimator":
         return False            # a premade Estimator's optimizer= (rules/estimator.py wraps it in place)
-    return not q.startswith("horovod") and outer.method != "DistributedOptimizer"
+    # (Horovod's wrapper, or the keras3 target's adapter of that name, a function of the program)
+    return not q.startswith("horovod") and (outer.method or outer.callee_dotted()) != "DistributedOptimizer"
 
 
 def _r9(env: Env) -> None:
