@@ -40,6 +40,8 @@ _MAGIC_MACHINERY = re.compile(r"[ \t]*(?:from[ \t]+IPython\.core\.magic[ \t]+imp
 # alone runs both halves).
 _CLOSES_WINDOW = re.compile(r'(?:if [\w.]+\.local_rank\(\) == 0:\s+)?[\w.]+\.allreduce\([^\n]*name="data_\w+"')
 _DECODER = json.JSONDecoder()
+# A text's lines, each with its line break (\r\n, \r or \n), the last one also without.
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _HELP = re.compile(r"[ \t]*(?:\?\??[\w.]+|[\w.]+\?\??)[ \t]*$")
 _ASSIGN_MAGIC = re.compile(r"[ \t]*[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*[ \t]*=[ \t]*[%!]")
 
@@ -245,7 +247,7 @@ def _without_magic_machinery(text: str, index: int, warn=None) -> str:
     """A script's cell with IPython's magic machinery commented out (the import of
     IPython.core.magic, the ``@register_cell_magic`` decorators): the function stays defined,
     as a plain function; `warn` is told of each line."""
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    lines = _LINES.findall(text)
     for i, line in enumerate(lines):
         if _MAGIC_MACHINERY.match(line):
             lines[i] = "# " + line
@@ -423,7 +425,7 @@ def dedent(text: str) -> tuple[str, list[int]]:
     if not m:
         return text, []
     space = m.group(0)
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    lines = _LINES.findall(text)
     shift = [len(space) if line.startswith(space) else 0 for line in lines]
     if text.endswith(("\n", "\r")):
         shift.append(0)
@@ -439,7 +441,7 @@ def mask(text: str, script: bool = False, future: bool = False) -> tuple[str, li
     each. Same length (program positions stay the cell's) unless `script` (then ``# `` is
     put before the line). `future`: a ``from __future__ import`` line too (legal at the top
     of any cell, as Jupyter compiles each cell on its own; not in the middle of a program)."""
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+    lines = _LINES.findall(text)
     spans, out, pos = [], [], 0
     first = text.lstrip(" \t\r\n")
     whole = first.startswith("%%") and re.match(r"%%(\w+)", first) and \

@@ -283,10 +283,7 @@ def check_weights(ctx: Context, dist: Run) -> Check:
         return Check("same weights", SKIP, "no Keras model among the globals and no variable updated by an optimizer")
     # a model that exists on one rank only (loaded or built under a rank-0 guard, for an
     # evaluation or a display) is no disagreement: it is named, not compared
-    alone = {_model_of(k) for k in w0 if k.startswith("model ")}
-    for r in range(1, dist.np):
-        alone &= {_model_of(k) for k in w0 if k.startswith("model ")} - {
-            _model_of(k) for k in dist.reports[r].get("weights") or {} if k.startswith("model ")}
+    alone = _models_in(w0).difference(*(_models_in(dist.reports[r].get("weights") or {}) for r in range(1, dist.np)))
     for r in range(1, dist.np):
         wr = dist.reports[r].get("weights") or {}
         differ = [k for k in list(w0) + [k for k in wr if k not in w0]
@@ -295,7 +292,7 @@ def check_weights(ctx: Context, dist: Run) -> Check:
             k = differ[0]
             return Check("same weights", FAIL, f"rank {r} differs from rank 0 in {k} ({len(differ)} of "
                          f"{len(w0)} differ)", rank=r, path=ctx.user_path, line=_model_line(ctx, k))
-    models = len({_model_of(k) for k in w0 if k.startswith("model ")} - alone)
+    models = len(_models_in(w0) - alone)
     variables = sum(1 for k in w0 if k.startswith("variable "))
     only = f"; on rank 0 only, not compared: {', '.join(sorted(alone))}" if alone else ""
     return Check("same weights", PASS, f"{models} Keras model(s) and {variables} optimizer-updated variable(s) "
@@ -305,6 +302,11 @@ def check_weights(ctx: Context, dist: Run) -> Check:
 def _model_of(key: str) -> str:
     """'model NAME' of a weight's key ('model NAME: layer/var')."""
     return key.split(":")[0]
+
+
+def _models_in(weights: dict) -> set:
+    """The models ('model NAME') whose weights a rank reported."""
+    return {_model_of(k) for k in weights if k.startswith("model ")}
 
 
 def _model_line(ctx: Context, key: str) -> int | None:

@@ -120,10 +120,14 @@ def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
             if (arg := c.positional(0) or c.keyword("value")) is not None]
     sets += [(_dotted(c.positional(0).value), c.positional(1).value, c.node, "assign") for c in ctx.calls("set_value")
              if c.positional(0) is not None and c.positional(1) is not None]
+    # ``x.lr = v`` / ``x.learning_rate = v``, found from the name index (not by asking every
+    # assignment of the file): the attribute is the target's last trailer
     targets = [leaf.parent.parent for attr in ("lr", "learning_rate") for leaf in ctx.env.index.names.get(attr, ())
-               if leaf.parent is not None and leaf.parent.type == "trailer" and leaf.parent.parent is not None]
+               if leaf.parent is not None and leaf.parent.type == "trailer" and leaf.parent.children[0] == "."
+               and leaf.parent.parent is not None and leaf.parent is leaf.parent.parent.children[-1]]
     sets += [(_dotted(t), t.parent.children[2], t.parent, "assign") for t in targets
-             if t.parent is not None and t.parent.type == "expr_stmt" and t.parent.children[0] is t and _sets_rate(t.parent)]
+             if t.parent is not None and t.parent.type == "expr_stmt" and len(t.parent.children) == 3
+             and t.parent.children[0] is t and t.parent.children[1] == "="]
     for target, value, at, method in sets:
         owner, _, attr = target.rpartition(".")
         if attr not in ("lr", "learning_rate") or not _optimizer_named(ctx, owner, at):
@@ -135,16 +139,6 @@ def _assigned_rates(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, "HVD010", value, what.format(owner) + " is not scaled by the number of ranks "
                       "(it acts on the scaled rate the optimizer was made with)",
                       Fix(RULES["HVD010"][1], ctx.scale(value, "*")))
-
-
-def _sets_rate(stmt) -> bool:
-    """``x.lr = v`` / ``x.learning_rate = v`` (looked at without printing the statement: every
-    assignment of the file is asked)."""
-    ch = stmt.children
-    if len(ch) != 3 or ch[1].type != "operator" or ch[1].value != "=" or ch[0].type not in ("atom_expr", "power"):
-        return False
-    last = ch[0].children[-1]
-    return last.type == "trailer" and last.children[0].value == "." and last.children[1].value in ("lr", "learning_rate")
 
 
 def _optimizer_named(ctx: RuleContext, owner: str, at) -> bool:

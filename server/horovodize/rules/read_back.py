@@ -163,9 +163,8 @@ def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
         handle, first, last = item.children[2].value, stmt, stmt
         body = stmt.children[-1]
         lines = [c for c in body.children if c.type != "newline"] if body.type == "suite" else [body]
-    elif stmt.type == "expr_stmt" and len(stmt.children) == 3 and stmt.children[1] == "=" and \
-            stmt.children[0].type == "name" and stmt.children[2] is call.node and N.alone_on_line(stmt):
-        handle, first = stmt.children[0].value, N.simple_stmt_of(stmt)
+    elif (bound := _assigned(stmt)) is not None and bound[1] is call.node and N.alone_on_line(stmt):
+        handle, first = bound[0].value, N.simple_stmt_of(stmt)
         lines = []
         nxt = first.get_next_sibling()
         while nxt is not None and nxt.type == "simple_stmt" and not _closes(nxt, handle):
@@ -178,17 +177,23 @@ def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
         return None
     names = []
     for line in lines:
-        small = line.children[0] if line.type == "simple_stmt" and len(line.children) == 2 else None
-        if small is None or small.type != "expr_stmt" or len(small.children) != 3 or small.children[1] != "=" or \
-                small.children[0].type != "name" or small.children[2].type == "name" or \
-                not _plain(ctx, small.children[2]):
+        bound = _assigned(line.children[0]) if line.type == "simple_stmt" and len(line.children) == 2 else None
+        if bound is None or bound[1].type == "name" or not _plain(ctx, bound[1]):
             return None
-        names.append(small.children[0].value)
+        names.append(bound[0].value)
     scope = N.func_scope_of(stmt)
     if not names or handle in names or any(ref.start_pos > last.end_pos and N.func_scope_of(ref) is scope
                                            for ref in ctx.env.index.names.get(handle, ())):
         return None
     return first, last, list(dict.fromkeys(names))
+
+
+def _assigned(stmt) -> tuple | None:
+    """(name, value) of ``name = value``: one plain name, no annotation, no chain."""
+    parts = N.assign_parts(stmt)
+    if parts is None or len(stmt.children) != 3 or parts[0][0].type != "name":
+        return None
+    return parts[0][0], parts[1]
 
 
 def _closes(line, handle: str) -> bool:
@@ -265,10 +270,10 @@ def _status_uses(ctx: RuleContext, call: N.Call, stmt) -> list | None:
     `status` after it, each ``status.assert_consumed()`` and the like alone on its line, which
     run on rank 0 with the restore (the other ranks have no status). None when `stmt` is not
     such an assignment or `status` is used otherwise (kept, passed on, read by a function)."""
-    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[1] != "=" or \
-            stmt.children[0].type != "name" or stmt.children[2] is not call.node:
+    bound = _assigned(stmt)
+    if bound is None or bound[1] is not call.node:
         return None
-    target = stmt.children[0]
+    target = bound[0]
     scope = N.func_scope_of(stmt)
     uses = []
     for ref in ctx.env.index.names.get(target.value, ()):
