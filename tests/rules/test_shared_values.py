@@ -28,6 +28,7 @@ def test_clock_path_written_then_read_is_broadcast_from_rank0():
         path = "/tmp/saved/%d" % stamp
         model.save(path)
         again = tf.keras.models.load_model(path)
+        again.fit(x, y)
         """)
     assert "stamp = hvd_tf.broadcast_object(int(time.time()), root_rank=0)" in out
     assert "import horovod.tensorflow as hvd_tf" in out      # the Keras module has no broadcast_object

@@ -79,7 +79,7 @@ WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
 SHARED_FS = "done, but needs a shared filesystem: "
 SHARED_FS_HOW = ("after each barrier every rank reads these files where rank 0 wrote them; on hosts without a "
                  "shared filesystem, read them on rank 0 only and broadcast the value, or copy the files to each host")
-# HVD033's quick fix when the value read is used on rank 0 only (`_used_on_rank0_only`).
+# HVD033's quick fix when the value read is used on rank 0 only (`_rank0_uses`).
 READ_ON_RANK0 = "Read rank 0's file on rank 0 only, where its value is used"
 # Calls that read a file rank 0 may just have written (HVD033).
 READ_QUALNAMES = ("tensorflow.keras.models.load_model", "tensorflow.keras.load_model",
@@ -212,9 +212,9 @@ def _check(ctx: RuleContext, put: list) -> Iterator[Finding]:
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD032", call.node) or in_writing_callback(ctx, call):
             continue
         guarded.append((stmt, call, "HVD032", "every rank opens the file for writing", guard_block(ctx, stmt)))
-    yield from _one_guard_per_block(ctx, guarded + displays)
     on_rank0 = [g[0] for g in guarded + displays]     # statements these guards put on rank 0
     put += on_rank0
+    first_guards = guarded + displays
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
@@ -224,7 +224,12 @@ def _check(ctx: RuleContext, put: list) -> Iterator[Finding]:
     shown = [d for d in display_guards(ctx, writes, statement) if not any(N.inside(d[0], r) for r in shown_regions)]
     yield from _one_guard_per_block(ctx, shown)
     put += [g[0] for g in shown]
-    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays], on_rank0)
+    read_guards: list = []       # reads moved to rank 0 with the evaluations that use them
+    yield from _barriers(ctx, writes, inside_block + guarded + [g[0] for g in shown + displays], on_rank0,
+                         read_guards)
+    put += [g[0] for g in read_guards]
+    # (after the barriers: a read moved to rank 0 shares one guard with the prints next to it)
+    yield from _one_guard_per_block(ctx, first_guards + read_guards)
     yield from shared_values.check(ctx)
     yield from _load_models(ctx)
 
@@ -363,9 +368,13 @@ def _reads(ctx: RuleContext):
                 yield call
 
 
-def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list = ()) -> Iterator[Finding]:
+def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list = (),
+              read_guards: list | None = None) -> Iterator[Finding]:
     """HVD033's barriers, and point 7's note naming every read of rank 0's files on every rank
-    after one (`shared_fs_note`; a read in a statement `on_rank0` guards, a print, is not one)."""
+    after one (`shared_fs_note`; a read in a statement `on_rank0` guards, a print, is not one).
+    A read whose value only rank 0 uses joins `read_guards` with the evaluations it moves there
+    (guards in `_one_guard_per_block`'s form), instead of a barrier."""
+    read_guards = [] if read_guards is None else read_guards
     if not writes:
         return
     # (the set-up binds tensorflow when the program does not: ``hvd.allreduce(0)`` fails, an int
@@ -404,11 +413,14 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
                                   if any(s is scope and (t == text or t in reached(ctx, p)) for t, s in listed)]
         if any(N.inside(call.node, s) for s in on_rank0):
             continue      # the print around it runs on rank 0, which wrote the file: no barrier
-        elif match and id(stmt) not in done and not read_back.fills_state(stmt) and \
-                (name := _used_on_rank0_only(ctx, stmt, on_rank0)) and (edit := ctx.guard_rank0(stmt)) is not None:
+        elif match and id(stmt) not in done and not read_back.fills_state(stmt) and not _waits(stmt) and \
+                (uses := _rank0_uses(ctx, stmt, on_rank0)) and (edit := ctx.guard_rank0(stmt)) is not None:
             done.add(id(stmt))        # read where it is used: rank 0, no barrier, no shared filesystem
-            yield finding(ctx, "HVD033", call.node, f"`{name}` is read back from rank 0's file and used on "
-                          "rank 0 only", Fix(READ_ON_RANK0, [edit]))
+            name, moved = uses
+            read_guards.append((N.simple_stmt_of(stmt) or stmt, call, "HVD033", f"`{name}` is read back from rank "
+                                "0's file and used on rank 0 only", [edit], READ_ON_RANK0))
+            read_guards += [(N.simple_stmt_of(at) or at, use, "HVD033", f"`{name}`, read on rank 0 only, is used "
+                             f"by `{use.method}` there", [ctx.guard_rank0(at)], READ_ON_RANK0) for at, use in moved]
             continue
         elif (match or shown) and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt, handled)):
             # rank 0 reads it and the others get the value by a collective: no barrier, no
@@ -474,37 +486,96 @@ def _manager_latest(ctx: RuleContext, call: N.Call, paths: list) -> str | None:
     return None
 
 
-def _used_on_rank0_only(ctx: RuleContext, stmt, on_rank0: list) -> str | None:
-    """The name of ``name = <read>`` when every later use of it runs on rank 0 only (in a
-    statement this conversion guards, a print, or under a rank-0 guard) and no function reads
-    it: then the read itself can run on rank 0, which wrote the file (contract point 13: no
-    barrier, no shared filesystem). None otherwise."""
+def _waits(stmt) -> bool:
+    """A barrier right above `stmt`'s line: the program (or an earlier conversion) reads after it."""
+    prev = (N.simple_stmt_of(stmt) or stmt).get_previous_sibling()
+    return prev is not None and prev.type == "simple_stmt" and is_barrier(prev)
+
+
+# Model methods that compute or show something from the weights and train nothing: a statement
+# that only calls these on a model rank 0 read (no ``callbacks=``, where Horovod's collectives
+# would be) can move to rank 0 with the read (contract point 13: a read that serves an evaluation).
+EVALUATION_METHODS = frozenset({"evaluate", "predict", "predict_on_batch", "predict_classes", "predict_proba",
+                                "test_on_batch", "summary", "count_params", "get_config", "to_json"})
+
+
+def _rank0_uses(ctx: RuleContext, stmt, on_rank0: list) -> tuple[str, list] | None:
+    """(name, evaluations) of ``name = <read>`` when no rank but 0 needs the value: every later
+    use of it runs on rank 0 (in a statement this conversion guards, a print, or under a rank-0
+    guard) or is an evaluation that can move there (`_evaluation`), and no function reads it.
+    Then the read runs on rank 0, which wrote the file, with the evaluations, each (statement,
+    call) in the list (contract point 13: no barrier, no shared filesystem). None otherwise."""
     if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[0].type != "name" \
             or stmt.children[1] != "=" or not N.alone_on_line(stmt):
         return None
-    target = stmt.children[0]
+    moved: list = []
+    if not _only_rank0_uses(ctx, stmt.children[0], stmt, on_rank0, moved, 0):
+        return None
+    return stmt.children[0].value, moved
+
+
+def _only_rank0_uses(ctx: RuleContext, target, stmt, on_rank0: list, moved: list, depth: int) -> bool:
+    """Every use of the name `target` binds in `stmt`, up to its next binding in that block, runs
+    on rank 0 or is an evaluation added to `moved` (a value it computes in turn used on rank 0
+    only, `depth` levels down). A use before `stmt` in a loop around it reads the last pass's value."""
     scope = N.func_scope_of(stmt)
-    block = N.simple_stmt_of(stmt).parent
+    block = (N.simple_stmt_of(stmt) or stmt).parent
     refs = ctx.env.index.names.get(target.value, ())
     if any(N.func_scope_of(ref) is not scope for ref in refs):
-        return None       # a function or class that reads it may run later, on every rank
-    used = False
+        return False      # a function or class that reads it may run later, on every rank
+    loop = N.loop_around(stmt)
     for ref in sorted(refs, key=lambda leaf: leaf.start_pos):
-        if ref is target or ref.start_pos < stmt.start_pos:
+        if ref is target or N.inside(ref, stmt) or ref.start_pos < stmt.start_pos and not (
+                loop is not None and N.inside(ref, loop)):
             continue
         at = N.statement_of(ref)
         holder = N.simple_stmt_of(at) if at is not None else None
-        if holder is not None and holder.parent is block and at.type == "expr_stmt" and at.children[0] is ref \
-                and len(at.children) == 3 and at.children[1] == "=":
+        if ref.start_pos > stmt.start_pos and holder is not None and holder.parent is block and \
+                at.type == "expr_stmt" and at.children[0] is ref and len(at.children) == 3 and at.children[1] == "=":
             # bound anew in the same block (the next experiment's ``model = ...``): what follows
             # is another value, if the new one is not made from the read one
             if any(leaf.type == "name" and leaf.value == target.value for leaf in N.walk(at.children[2])):
-                return None
+                return False
             break
-        if not (any(N.inside(ref, s) for s in on_rank0) or (at is not None and under_rank0_guard(at, ctx))):
-            return None
-        used = True
-    return target.value if used else None
+        if any(N.inside(ref, s) for s in on_rank0) or any(N.inside(ref, s) for s, _ in moved) or \
+                at is not None and under_rank0_guard(at, ctx):
+            continue
+        if ref.start_pos < stmt.start_pos or depth > 2 or not _evaluation(ctx, at, target.value, on_rank0, moved, depth):
+            return False
+    return True
+
+
+def _evaluation(ctx: RuleContext, at, name: str, on_rank0: list, moved: list, depth: int) -> bool:
+    """`at` evaluates the model `name` and nothing else needs it on the other ranks: alone on
+    its line, every mention of `name` the receiver of an `EVALUATION_METHODS` call, no call of the
+    program's own functions or of Horovod, no ``callbacks=``; an expression, or names bound
+    from it that only rank 0 uses in turn. Adds (`at`, its call on `name`) to `moved`."""
+    parts = N.assign_parts(at) if at is not None else None
+    if at is None or not N.alone_on_line(at) or at.type not in ("atom_expr", "power") and (
+            parts is None or len(parts[0]) != 1) or mentions_hvd(at, ctx):
+        return False
+    uses = []
+    for leaf in N.walk(parts[1] if parts else at):
+        if leaf.type == "keyword" and leaf.value in ("yield", "await", "lambda"):
+            return False
+        if leaf.type == "name" and leaf.value == name:
+            after = leaf.parent.children[2] if leaf.parent.type in ("atom_expr", "power") and \
+                len(leaf.parent.children) > 2 and leaf.parent.children[0] is leaf else None
+            call = N.trailer_call(after) if after is not None else None
+            if call is None or call.method not in EVALUATION_METHODS:
+                return False
+            uses.append(call)
+    if not uses or any(ctx.env.call_target(c) is not None or c.keyword("callbacks") for c in N.calls_in(at)):
+        return False
+    trial = [*moved, (at, uses[0])]
+    leaves = [leaf for leaf in N.walk(parts[0][0]) if not hasattr(leaf, "children")] if parts else []
+    if any(leaf.type != "name" and leaf.value not in ",()[]" for leaf in leaves):
+        return False      # (names, unpacked or not: no attribute, item or star target)
+    for target in leaves:
+        if target.type == "name" and not _only_rank0_uses(ctx, target, at, on_rank0, trial, depth + 1):
+            return False
+    moved[:] = trial
+    return True
 
 
 def shared_fs_note(shared: list) -> str:
