@@ -182,3 +182,22 @@ def test_a_notebook_names_cells_and_lines(tmp_path):
     assert '`"model.h5"` (cell 2 line 1): ' in proc.stderr and "cell 2 line 2" not in proc.stderr, proc.stderr
     proc = run("convert", str(path))
     assert proc.returncode == 0 and "needs a shared filesystem: `\"model.h5\"` (cell 2 line 1)" in proc.stderr
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "HVD033"
+
+
+def test_a_resumed_run_reads_its_earlier_checkpoints_on_rank0_or_says_it_needs_a_shared_filesystem():
+    """A job resumed from checkpoints rank 0 saved in an earlier run: only rank 0's host has them.
+    The newest checkpoint's name and the weights are read on rank 0 and shared (a local
+    filesystem is enough); a restore under a test of the filesystem, whose step counter no
+    training broadcast carries, is left as it is and point 7 says so (--require-local-fs refuses)."""
+    shared = conversion((FIXTURES / "resume_latest_checkpoint_fit.py").read_text(), require_local_fs=True)
+    assert not shared.refused
+    assert "latest = hvd_tf.broadcast_object(tf.train.latest_checkpoint(ckpt_dir) if hvd.rank() == 0 else None, " \
+           "root_rank=0)" in shared.converted()
+    text = (FIXTURES / "resume_if_file_exists_needs_shared_fs.py").read_text()
+    p = point7(text)
+    assert [n["line"] for n in p["notes"]] == [18], p
+    assert p["notes"][0]["note"].startswith('done, but needs a shared filesystem: `"ckpt/last"` (line 18); a resumed run')
+    assert conversion(text, require_local_fs=True).refused

@@ -34,7 +34,7 @@ from .rules.base import (
 from .rules.catalogue import RULE_MODULES
 from .rules.gradient_tape import UNBROADCAST
 from .rules.optimizer import UNAVERAGED
-from .rules.rank0_guards import SHARED_FS, SHARED_FS_HOW
+from .rules.rank0_guards import SHARED_FS, SHARED_FS_HOW, SHARED_FS_RESUMED
 
 log = logging.getLogger(__name__)
 # A restriction that stops one of these stops the whole conversion (contract point 8).
@@ -126,10 +126,10 @@ class Analysis:
         reworded as a refusal that names them and says how to unblock (contract points 8, 13)."""
         if not self.require_local_fs:
             return []
-        suffix = f"; {SHARED_FS_HOW}"
+        suffixes = (f"; {SHARED_FS_HOW}", f"; {SHARED_FS_RESUMED}")
         return [(7, line, (f"needs a shared filesystem (--require-local-fs): {text[len(SHARED_FS):-len(suffix)]}: "
                            f"every rank reads these files where rank 0 wrote them; {LOCAL_FS_UNBLOCK}"))
-                for point, line, text in self.notes
+                for point, line, text in self.notes for suffix in suffixes
                 if point == 7 and text.startswith(SHARED_FS) and text.endswith(suffix)]
 
     def undivided_and_scaled(self) -> list[tuple[int, int, str]]:

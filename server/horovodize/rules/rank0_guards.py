@@ -79,6 +79,13 @@ WRITER_QUALNAMES = ("tensorflow.summary.create_file_writer",)
 SHARED_FS = "done, but needs a shared filesystem: "
 SHARED_FS_HOW = ("after each barrier every rank reads these files where rank 0 wrote them; on hosts without a "
                  "shared filesystem, read them on rank 0 only and broadcast the value, or copy the files to each host")
+# The same note for the reads of files rank 0 wrote in an earlier run (a resumed job: no barrier).
+SHARED_FS_RESUMED = ("a resumed run reads these files on every rank where rank 0 wrote them in an earlier run; on "
+                     "hosts without a shared filesystem, read them on rank 0 only and broadcast the value, or copy "
+                     "the files to each host")
+# Tests that read the filesystem (a branch taken differently on each host without a shared one).
+FILE_TESTS = ("os.path.exists", "os.path.isfile", "os.path.isdir", "os.listdir", "glob.glob", "gfile.exists",
+              "latest_checkpoint", "os.scandir")
 # HVD033's quick fix when the value read is used on rank 0 only (`_rank0_uses`).
 READ_ON_RANK0 = "Read rank 0's file on rank 0 only, where its value is used"
 # Calls that read a file rank 0 may just have written (HVD033).
@@ -385,6 +392,8 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
     first = None        # the first read given a barrier here
     listed = []         # (path text, scope) of the reads in `shared` that matched a write
     shared_by_rank0 = set()     # statements `read_back` reads on rank 0 and broadcasts
+    resumes = []        # (path text, line) of each read of an earlier run's files on every rank
+    resume_first = None     # the first of them
     reads = {id(c.node): (c, [path_arg(ctx, c)]) for c in (*_reads(ctx), *effect_reads(ctx))}
     for call, paths in called_reads(ctx):
         reads.setdefault(id(call.node), (call, paths))
@@ -397,6 +406,12 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
                                                           may_run_before(ctx, w[2], call.node)) and
                  (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
                   or not w[0] and call.method in ("restore", "restore_or_initialize"))]
+        # a read above every write of its files in its scope, and outside any loop that writes
+        # them: a resumed job reads what rank 0 wrote in an earlier run (only rank 0's host has it)
+        resumed = [] if match else [
+            w for w in writes if w[1] is scope and w[2].start_pos > call.node.start_pos and
+            (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
+             or not w[0] and call.method in ("restore", "restore_or_initialize"))]
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):
@@ -429,6 +444,20 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             if match:
                 listed.append((_norm(_shown_path(ctx, call, paths, match)), scope))
             yield bcast
+            continue
+        elif resumed and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt, handled)) and (
+                bcast.fix.title == read_back.STATE_CARRIED or not _file_dependent(ctx, stmt, shared_by_rank0)):
+            # rank 0 reads its earlier run's files and the others get what it read: ranks resume
+            # from one state, with no shared filesystem (contract point 13)
+            shared_by_rank0.add(id(stmt))
+            listed.append((_norm(_shown_path(ctx, call, paths, resumed)), scope))
+            if bcast.fix.title != read_back.STATE_CARRIED:
+                yield bcast   # (a restore the training's first broadcast shares is right as it is)
+            continue
+        elif resumed and not shown:
+            resume_first = resume_first or call
+            resumes.append((_shown_path(ctx, call, paths, resumed), call.node.start_pos[0]))
+            listed.append((_norm(resumes[-1][0]), scope))
             continue
         elif not match:
             if shown:
@@ -469,6 +498,8 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         first = first or call
     if first is not None and shared:       # one note, at the first read that waits: every such read's path and line
         note(ctx, first, shared_fs_note(shared))
+    if resumes:
+        note(ctx, resume_first, shared_fs_note(resumes, SHARED_FS_RESUMED))
 
 
 LATEST = ".latest_checkpoint"
@@ -578,10 +609,43 @@ def _evaluation(ctx: RuleContext, at, name: str, on_rank0: list, moved: list, de
     return True
 
 
-def shared_fs_note(shared: list) -> str:
+def shared_fs_note(shared: list, how: str = SHARED_FS_HOW) -> str:
     """``done, but needs a shared filesystem: `checkpoint_dir` (line 12), `"m.h5"` (line 20); ...``"""
     listed = ", ".join(f"`{text}` (line {line})" for text, line in dict.fromkeys(shared))
-    return f"{SHARED_FS}{listed}; {SHARED_FS_HOW}"
+    return f"{SHARED_FS}{listed}; {how}"
+
+
+def _file_dependent(ctx: RuleContext, stmt, shared_by_rank0: set) -> bool:
+    """`stmt` runs under a test that reads the filesystem (``if os.path.exists(p):``, ``if
+    manager.latest_checkpoint:``, or a name bound from such a read and not broadcast by rank 0):
+    without a shared filesystem the hosts take different branches, and a collective put there
+    would wait forever on the hosts that skip it."""
+    scope = N.func_scope_of(stmt)
+    cur = stmt.parent
+    while cur is not None and cur is not scope:
+        if cur.type in ("if_stmt", "while_stmt") and _reads_files(ctx, cur.children[1], stmt, shared_by_rank0):
+            return True
+        cur = cur.parent
+    return False
+
+
+def _reads_files(ctx: RuleContext, test, before, shared_by_rank0: set, depth: int = 0) -> bool:
+    code = test.get_code(include_prefix=False)
+    if any(t in code for t in FILE_TESTS) or any(c.callee_dotted() in READ_DOTTED or c.method in (
+            "exists", "is_file", "is_dir", "glob", "iterdir") for c in N.calls_in(test)):
+        return True
+    if depth > 1:
+        return False
+    for leaf in N.walk(test):
+        if leaf.type != "name":
+            continue
+        for ref in ctx.env.index.names.get(leaf.value, ()):
+            at = N.statement_of(ref)
+            if ref.start_pos < before.start_pos and at is not None and at.type == "expr_stmt" and \
+                    at.children[0] is ref and id(at) not in shared_by_rank0 and \
+                    _reads_files(ctx, at.children[-1], before, shared_by_rank0, depth + 1):
+                return True
+    return False
 
 
 def _shown_path(ctx: RuleContext, call: N.Call, paths: list, match: list) -> str:
