@@ -32,7 +32,7 @@ def line_of(script, text: str) -> int:
 
 
 @pytest.mark.parametrize("program", ["rb_values.py", "rb_restore_tape.py", "rb_manager_resume.py",
-                                     "rb_json_model.py"])
+                                     "rb_json_model.py", "rb_evaluate_rank0.py"])
 def test_values_and_checkpoints_read_back_on_two_hosts_pass(hvd_env, horovodize_exe, tmp_path, program):
     """Before read-back broadcasts (barrier, every rank reading its own disk), rb_values.py
     failed "ranks finish" and "own disks" (host 1 found no rb_ckpt) and rb_restore_tape.py
@@ -40,7 +40,9 @@ def test_values_and_checkpoints_read_back_on_two_hosts_pass(hvd_env, horovodize_
     restore, in a function called twice, was left on every rank with no broadcast (the loop's
     first-step broadcast was taken to carry it): "same weights" failed, rank 0 one step behind.
     rb_json_model.py read its JSON in a ``with open`` block on every rank after a barrier: "ranks
-    finish" and "own disks" failed (host 1 had no rb_model.json)."""
+    finish" and "own disks" failed (host 1 had no rb_model.json). rb_evaluate_rank0.py loaded
+    its saved model on every rank after a barrier only to evaluate it: host 1 had no file; now
+    rank 0 reads and evaluates it, the other ranks skip both."""
     py, _ = hvd_env
     proc = verify([str(copy(program, tmp_path)), "--np", "2", "--hosts", "2", "--python", str(py)], tmp_path)
     table = rows(proc)

@@ -127,10 +127,10 @@ def _alive(marker: str) -> list[str]:
 def test_per_rank_loop_exit_hangs_until_the_timeout_kills_every_rank(hvd_env, horovodize_exe, tmp_path):
     py, _ = hvd_env
     script = copy("rh_hang.py", tmp_path)
-    proc = verify([str(script), "--as-is", "--timeout", "45", "--python", str(py)], tmp_path)
+    proc = verify([str(script), "--as-is", "--timeout", "25", "--python", str(py)], tmp_path)
     table = rows(proc)
     only_failure(table, "ranks finish")
-    assert "timed out after 45s, every rank's process group killed" in table["ranks finish"][1], table
+    assert "timed out after 25s, every rank's process group killed" in table["ranks finish"][1], table
     assert "left alive" not in table["ranks finish"][1], table
     assert _alive(str(script)) == []
 
