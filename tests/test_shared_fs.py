@@ -196,8 +196,66 @@ def test_a_resumed_run_reads_its_earlier_checkpoints_on_rank0_or_says_it_needs_a
     assert not shared.refused
     assert "latest = hvd_tf.broadcast_object(tf.train.latest_checkpoint(ckpt_dir) if hvd.rank() == 0 else None, " \
            "root_rank=0)" in shared.converted()
-    text = (FIXTURES / "resume_if_file_exists_needs_shared_fs.py").read_text()
+    text = RESUME_IF_EXISTS
     p = point7(text)
     assert [n["line"] for n in p["notes"]] == [18], p
     assert p["notes"][0]["note"].startswith('done, but needs a shared filesystem: `"ckpt/last"` (line 18); a resumed run')
     assert conversion(text, require_local_fs=True).refused
+
+
+def test_a_resume_under_a_test_of_the_filesystem_that_fits_broadcast_carries_is_left_alone():
+    """Host 1 finds no file and skips the load; fit's first broadcast gives every rank rank 0's
+    restored weights: right as it is, with no shared filesystem, and point 7 says nothing."""
+    a = conversion(RESUME_CARRIED_BY_FIT, require_local_fs=True)
+    assert not a.refused
+    out = a.converted()
+    assert '\nif os.path.exists("weights.h5"):\n    model.build((None, 8))\n    model.load_weights("weights.h5")\n' in out
+    assert not point7(RESUME_CARRIED_BY_FIT)["notes"]
+
+
+RESUME_IF_EXISTS = """# A resume under a test of the filesystem whose step counter the training does not broadcast:
+# without a shared filesystem the hosts take different branches (a broadcast inside would wait
+# forever on the hosts that skip it), so it is left as it is and point 7 says the resumed run
+# needs a shared filesystem.
+import os
+
+import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(256, 8).astype("float32")
+y = x.sum(axis=1)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+opt = tf.keras.optimizers.SGD(0.01)
+step = tf.Variable(0, dtype=tf.int64)
+ckpt = tf.train.Checkpoint(model=model, optimizer=opt, step=step)
+if os.path.exists("ckpt/last.index"):
+    ckpt.restore("ckpt/last")
+
+while step < 40:
+    for xb, yb in ds:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb)[:, 0] - yb))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        step.assign_add(1)
+    ckpt.write("ckpt/last")
+"""
+
+RESUME_CARRIED_BY_FIT = """# A resume under a test of the filesystem: host 1 finds no file and skips it, and fit's first
+# broadcast gives every rank rank 0's restored weights: right as it is, no shared filesystem.
+import os
+
+import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(256, 8).astype("float32")
+y = x.sum(axis=1)
+model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu"), tf.keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+if os.path.exists("weights.h5"):
+    model.build((None, 8))
+    model.load_weights("weights.h5")
+model.fit(x, y, epochs=4)
+model.save_weights("weights.h5")
+"""

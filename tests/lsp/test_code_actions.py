@@ -229,6 +229,7 @@ model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
 model.fit(x, y, epochs=2)
 model.save("model.h5")
 restored = tf.keras.models.load_model("model.h5")
+restored.fit(x, y, epochs=1)
 """
 
 
