@@ -441,3 +441,30 @@ def test_a_restore_of_a_managers_latest_checkpoint_after_its_saves_runs_on_rank0
     assert "\nif hvd.rank() == 0: state.restore(keeper.latest_checkpoint)\n" \
            "hvd.broadcast_variables(net.variables + opt.variables(), root_rank=0)\n" in out, out
     assert "\nstate.restore(keeper.latest_checkpoint)\npairs" in out      # (before training: as it was)
+
+
+def test_a_load_in_a_function_that_binds_the_model_locally_is_refused_with_the_reason():
+    """``def load(p): model = load_model(p)`` after the trained ``model`` was saved with Horovod's
+    optimizer class: `type(model.optimizer)` there would read the local being bound
+    (UnboundLocalError on every rank, s38 review: zeberity123/Tensorflow_ANN day4/8_3_save.py).
+    No custom_objects is added; the conversion says why it stops and what to pass."""
+    from horovodize.engine import conversion
+    text = src("""
+        import numpy as np
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.compile(optimizer=tf.keras.optimizers.RMSprop(0.001), loss="mse")
+        model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2)
+        model.save("m.keras")
+
+        def load(path):
+            model = tf.keras.models.load_model(path)
+            print(model.evaluate(np.ones((8, 2)), np.ones((8, 1))))
+
+        load("m.keras")
+        """)
+    a = conversion(text)
+    assert a.refused
+    assert any("`model` is a local of this function" in m for _c, _line, m in a.refusal_reasons()), a.refusal_reasons()
+    assert "custom_objects" not in convert_text(text)

@@ -71,8 +71,50 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.calls("compile"):
         if call.is_whole():
             yield from _compile(ctx, call)
+    yield from _loaded_models(ctx)
     yield from _assigned_rates(ctx)
     yield from _scheduler_rates(ctx)
+
+
+LOADED = "Wrap the loaded model's optimizer in hvd.DistributedOptimizer"
+
+
+def _loaded_models(ctx: RuleContext) -> Iterator[Finding]:
+    """HVD011 for a model loaded with its optimizer (``model = load_model(p)``, a job resumed
+    from a file) that ``fit`` trains with no compile between: the optimizer Keras rebuilds from
+    the file averages nothing. ``model.optimizer = hvd.DistributedOptimizer(model.optimizer)``
+    after the load (measured, TF 2.15 / Horovod 0.28.1, HDF5, .keras and SavedModel: equal
+    weights on 2 ranks; ``hvd.load_model`` left a plain optimizer; the wrapper is made from
+    the optimizer's config, so its step count and moments start again, the rate is the file's)."""
+    from ..analysis.loop import FIT
+
+    if not ctx.summary.hvd_module.endswith("keras") or ctx.env.tf1:
+        return
+    done = set()
+    for site in ctx.summary.sites:
+        fit = N.as_call(site.node)
+        name = fit.receiver_dotted() if site.kind == FIT and fit is not None else None
+        if not name or "." in name:
+            continue
+        scope = N.func_scope_of(fit.node)
+        bound = [b for b in ctx.env.bindings if b.name == name and b.scope is scope and b.stmt.end_pos <= fit.node.start_pos]
+        load = N.as_call(bound[-1].value) if bound else None
+        if load is None or id(load.node) in done or ctx.env.callee_qualname(load) != "tensorflow.keras.load_model" or \
+                (load.keyword("compile") is not None and load.keyword("compile").value.get_code().strip() == "False"):
+            continue
+        if any(other.kind == FIT and other.node.start_pos < load.node.start_pos for other in ctx.summary.sites):
+            continue      # a file this program saved: its optimizer is Horovod's class (HVD034)
+        between = [c for c in ctx.calls("compile") if c.receiver_dotted() == name and
+                   bound[-1].stmt.end_pos <= c.node.start_pos < fit.node.start_pos]
+        if between or mentions_hvd(bound[-1].stmt, ctx) or ctx.facts.uses_horovod or \
+                f"{name}.optimizer =" in ctx.source.text or ctx.blocked("HVD011", load.node):
+            continue
+        done.add(id(load.node))
+        wrapper, adapter = distributed_optimizer(ctx)
+        edit = ctx.insert_after_stmt(N.statement_of(bound[-1].stmt), f"{name}.optimizer = {wrapper}({name}.optimizer)")
+        yield finding(ctx, "HVD011", load.node, f"`{name}` is loaded with the optimizer saved in its file, which does "
+                      "not average gradients across ranks (wrapped, it starts its step count and moments again "
+                      "at the file's rate)", Fix(LOADED, adapter + [edit]))
 
 
 def _scheduler_rates(ctx: RuleContext) -> Iterator[Finding]:

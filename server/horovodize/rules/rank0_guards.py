@@ -596,6 +596,15 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
         compiled = call.keyword("compile")
         if compiled is not None and compiled.value.get_code(include_prefix=False).strip() == "False":
             continue      # (no optimizer is rebuilt)
+        fn = N.func_scope_of(call.node)
+        if fn.type == "funcdef" and any(b.name == model and b.scope is fn for b in ctx.env.bindings) and \
+                f"global {model}" not in fn.get_code():
+            # ``def load(p): model = load_model(p)``: there `model` is the local being bound, and
+            # `type(model.optimizer)` would raise UnboundLocalError
+            note(ctx, call, f"`{model}` is a local of this function, so the Horovod optimizer class the trained "
+                 f"`{model}` was saved with cannot be named here: pass custom_objects= with that class (or load "
+                 "with compile=False)")
+            continue
         if _deleted_between(ctx, model, fit_call, load_stmt):
             # ``del model`` before the load: `type(model.optimizer)` would read no model
             note(ctx, call, f"`{model}` is deleted before this load_model, so the Horovod optimizer class it was "

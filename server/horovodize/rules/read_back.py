@@ -37,8 +37,10 @@ STATE_METHODS = ("load_weights", "restore", "restore_or_initialize")
 # only when every later use stays where the files are not read on every rank (`_names_only`).
 PATH_VALUES = ("os.listdir", "glob.glob", "glob", "tensorflow.train.latest_checkpoint")
 # Calls a file name may pass through without being read (its length, its text, a joined path).
-NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "sorted", "max", "min", "os.path.join",
+NAME_CALLS = frozenset({"len", "print", "int", "str", "float", "bool", "sorted", "max", "min", "os.path.join",
                         "os.path.basename", "os.path.dirname", "os.path.splitext", "os.path.split"})
+# Of these, the calls whose value is no longer a file name (a count, a truth value, a number).
+NOT_NAMES = frozenset({"len", "print", "int", "float", "bool"})
 CHECKPOINTS = ("tensorflow.train.Checkpoint", "tensorflow.compat.v2.train.Checkpoint")
 MANAGER = "tensorflow.train.CheckpointManager"
 
@@ -145,6 +147,8 @@ def _names_only(ctx: RuleContext, stmt, reads: frozenset) -> bool:
                     break          # a read of rank 0's files the caller handles
                 if called is None or called.callee_dotted() not in NAME_CALLS:
                     return False
+                if called.callee_dotted() in NOT_NAMES:
+                    break          # (what reaches further is a number or a truth value)
             cur = parent
     return True
 
