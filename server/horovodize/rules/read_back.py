@@ -21,7 +21,7 @@ from ..analysis.roles import REBUILT_MODELS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import (Finding, Fix, RuleContext, finding, guard_lines, may_run_before, mentions_hvd,
-                   under_rank0_guard)
+                   report_note, under_rank0_guard)
 from . import shared_values
 from .written import checkpoint_of
 
@@ -240,11 +240,15 @@ def _state(ctx: RuleContext, call: N.Call, stmt, mod: str) -> Finding | None:
     names, roles = _carried(ctx, stmt)
     parts = []
     for role, name in objects:
+        if role == "iterator":
+            report_note(ctx, 2, call.node, f"done, but the position of the iterator `{name}` is restored on rank 0 "
+                        "only: the other ranks read their share of the data from its start")
+            continue
         if name in names or role in roles:
             continue
-        parts.append({"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name))
-    singles = [p for p in parts if "." not in p]
-    parts = [p for p in parts if "." in p] + ([f"[{', '.join(singles)}]"] if singles else [])
+        parts.append((role, {"model": f"{name}.variables", "optimizer": f"{name}.variables()"}.get(role, name)))
+    singles = [text for role, text in parts if role == "variable"]
+    parts = [text for role, text in parts if role != "variable"] + ([f"[{', '.join(singles)}]"] if singles else [])
     after = N.simple_stmt_of(stmt) or stmt     # (a bare last line without a line break: the statement)
     for role, name in objects:
         if role == "model" and f"{name}.variables" in parts:
@@ -355,16 +359,34 @@ def _restored(ctx: RuleContext, call: N.Call, receiver: str | None) -> list | No
     out = []
     for arg in made.args:
         name = N.dotted(arg.value)
-        if arg.star or arg.keyword is None or name is None:
+        inline = N.as_call(arg.value)
+        if arg.star or arg.keyword is None:
             return None
-        found = env.lookup(name, call.node)
+        if inline is not None and env.callee_qualname(inline) == "tensorflow.Variable" and ckpt.name.isidentifier():
+            out.append(("variable", f"{ckpt.name}.{arg.keyword}"))   # ``Checkpoint(step=tf.Variable(1))``
+            continue
+        found = env.lookup(name, call.node) if name is not None else None
         if found is not None and found.role in ("model", "optimizer"):
             out.append((found.role, name))
         elif found is not None and _is_variable(ctx, found):
             out.append(("variable", name))
+        elif name is not None and _is_iterator(ctx, name, call.node):
+            out.append(("iterator", name))     # (its position: rank 0's alone, `_state` notes it)
         else:
             return None
     return out
+
+
+def _is_iterator(ctx: RuleContext, name: str, at) -> bool:
+    """`name` is bound by ``name = iter(<dataset>)`` in `at`'s scope before it."""
+    scope = N.func_scope_of(at)
+    for ref in ctx.env.index.names.get(name, ()):
+        stmt = N.statement_of(ref)
+        bound = _assigned(stmt) if stmt is not None and ref.start_pos < at.start_pos else None
+        made = N.as_call(bound[1]) if bound is not None and bound[0] is ref else None
+        if made is not None and made.callee_dotted() == "iter" and N.func_scope_of(ref) is scope:
+            return True
+    return False
 
 
 def _is_variable(ctx: RuleContext, binding) -> bool:
