@@ -643,6 +643,9 @@ def _value_context(node) -> str:
 
 
 # -- T5 -----------------------------------------------------------------------------------
+# Tests a host answers from its own disk (rules/rank0_reads.FILE_TESTS, which analysis cannot import).
+FILE_TESTS = ("os.path.exists", "os.path.isfile", "os.path.isdir", "os.listdir", "glob.glob", "gfile.exists",
+              "latest_checkpoint", "os.scandir")
 def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
     out = []
     module = env.source.module
@@ -666,8 +669,12 @@ def _t5_conditional(env: Env, summary: Summary) -> list[Problem]:
         if cond is None or uniform_conditions(env, site.node, site.function or module):
             continue      # (a test the same on every rank: each branch's loop converts)
         what = {TAPE: "GradientTape loop", FIT: "fit training loop", ESTIMATOR: "Estimator training"}[site.kind]
+        test = (cond.children[1] if cond.type in ("if_stmt", "while_stmt") else cond).get_code(include_prefix=False)
+        # (``if os.path.exists("model.h5"):``: each host answers from its own disk)
+        disk = "; or share rank 0's answer: `hvd.broadcast_object(<test> if hvd.rank() == 0 else None, " \
+               "root_rank=0)` (horovod.tensorflow)" if any(t in test for t in FILE_TESTS) else ""
         out.append(Problem("T5", site.node, f"the {what} runs under a test that may differ between ranks (a rank "
-                           "left out would hang the others); test only constants or flags, or run it unconditionally",
+                           f"left out would hang the others); test only constants or flags, or run it unconditionally{disk}",
                            KIND_RULES[site.kind],
                            region=cond, related=[(header(cond), "the condition")]))
     return out

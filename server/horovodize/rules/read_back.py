@@ -405,12 +405,23 @@ def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
     for site in ctx.summary.sites:
         fit = N.as_call(site.node) if site.kind == FIT else None
         if fit is not None and fit.receiver_dotted() and site.node.start_pos > stmt.end_pos and \
-                N.func_scope_of(site.node) is scope:
+                N.func_scope_of(site.node) is scope and not _bound_between(ctx, fit.receiver_dotted(), stmt, site.node):
             names.add(fit.receiver_dotted())
             roles.add("optimizer")
     if tapes and not any(_steps_before(ctx, site, stmt) for site in tapes):
         roles |= {"model", "optimizer"}
     return names, roles
+
+
+def _bound_between(ctx: RuleContext, name: str, stmt, node) -> bool:
+    """``name = ...`` after `stmt` and before `node`: the fit there trains another model (the next
+    experiment's ``model = create_model()``), whose broadcast does not carry what `stmt` read."""
+    for ref in ctx.env.index.names.get(name, ()):
+        at = N.statement_of(ref)
+        if stmt.end_pos <= ref.start_pos < node.start_pos and at is not None and \
+                (parts := N.assign_parts(at)) is not None and any(t is ref for t in parts[0]):
+            return True
+    return False
 
 
 def _steps_before(ctx: RuleContext, site, stmt) -> bool:
