@@ -190,16 +190,22 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "HVD033"
 def test_a_resumed_run_reads_its_earlier_checkpoints_on_rank0_or_says_it_needs_a_shared_filesystem():
     """A job resumed from checkpoints rank 0 saved in an earlier run: only rank 0's host has them.
     The newest checkpoint's name and the weights are read on rank 0 and shared (a local
-    filesystem is enough); a restore under a test of the filesystem, whose step counter no
-    training broadcast carries, is left as it is and point 7 says so (--require-local-fs refuses)."""
+    filesystem is enough); under a test of the filesystem, rank 0's answer is shared too, so
+    every rank takes its branch. A Keras model loaded whole at the start is not shared: point 7
+    says the resumed run needs a shared filesystem (--require-local-fs refuses)."""
     shared = conversion((FIXTURES / "resume_latest_checkpoint_fit.py").read_text(), require_local_fs=True)
     assert not shared.refused
     assert "latest = hvd_tf.broadcast_object(tf.train.latest_checkpoint(ckpt_dir) if hvd.rank() == 0 else None, " \
            "root_rank=0)" in shared.converted()
-    text = RESUME_IF_EXISTS
+    exists = conversion(RESUME_IF_EXISTS, require_local_fs=True)
+    assert not exists.refused and not point7(RESUME_IF_EXISTS)["notes"]
+    assert '\nif hvd.broadcast_object(os.path.exists("ckpt/last.index") if hvd.rank() == 0 else None, root_rank=0):\n' \
+           '    if hvd.rank() == 0: ckpt.restore("ckpt/last")\n    hvd.broadcast_variables([step], root_rank=0)\n' \
+        in exists.converted()
+    text = (FIXTURES.parent / "HVD011" / "resumed_model_loaded_with_its_optimizer.py").read_text()
     p = point7(text)
-    assert [n["line"] for n in p["notes"]] == [18], p
-    assert p["notes"][0]["note"].startswith('done, but needs a shared filesystem: `"ckpt/last"` (line 18); a resumed run')
+    assert [n["line"] for n in p["notes"]] == [10], p
+    assert p["notes"][0]["note"].startswith('done, but needs a shared filesystem: `"checkpoint.h5"` (line 10); a resumed run')
     assert conversion(text, require_local_fs=True).refused
 
 
@@ -214,9 +220,8 @@ def test_a_resume_under_a_test_of_the_filesystem_that_fits_broadcast_carries_is_
 
 
 RESUME_IF_EXISTS = """# A resume under a test of the filesystem whose step counter the training does not broadcast:
-# without a shared filesystem the hosts take different branches (a broadcast inside would wait
-# forever on the hosts that skip it), so it is left as it is and point 7 says the resumed run
-# needs a shared filesystem.
+# without a shared filesystem the hosts would take different branches (a broadcast inside would
+# wait forever on the hosts that skip it): rank 0's answer is every rank's.
 import os
 
 import numpy as np

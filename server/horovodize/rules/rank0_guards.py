@@ -403,6 +403,7 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
                                                           may_run_before(ctx, w[2], call.node)) and
                  (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
                   or not w[0] and call.method in ("restore", "restore_or_initialize"))]
+        test = None     # (a resumed read's shared test of the filesystem, `rank0_reads.shared_test`)
         # a read above every write of its files in its scope, and outside any loop that writes
         # them: a resumed job reads what rank 0 wrote in an earlier run (only rank 0's host has it)
         resumed = [] if match else [
@@ -443,12 +444,17 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
             yield bcast
             continue
         elif resumed and id(stmt) not in done and (bcast := read_back.rewrite(ctx, call, stmt, handled)) and (
-                bcast.fix.title == read_back.STATE_CARRIED or not rank0_reads.file_dependent(ctx, stmt, shared_by_rank0)):
+                bcast.fix.title == read_back.STATE_CARRIED or not rank0_reads.file_dependent(ctx, stmt, shared_by_rank0)
+                or (test := rank0_reads.shared_test(ctx, stmt, shared_by_rank0, shared_values.module(ctx)))):
             # rank 0 reads its earlier run's files and the others get what it read: ranks resume
-            # from one state, with no shared filesystem (contract point 13)
+            # from one state, with no shared filesystem (contract point 13); under a test of
+            # the files (``if os.path.exists(p):``) every rank takes rank 0's branch
             shared_by_rank0.add(id(stmt))
             listed.append((_norm(_shown_path(ctx, call, paths, resumed)), scope))
             if bcast.fix.title != read_back.STATE_CARRIED:
+                if test:
+                    bcast.fix.edits += test
+                    bcast.message += "; every rank takes the branch rank 0's files decide"
                 yield bcast   # (a restore the training's first broadcast shares is right as it is)
             continue
         elif resumed and not shown:

@@ -3,12 +3,14 @@ own disk (contract point 13). `rank0_uses`: the name bound by ``name = <read>`` 
 rank needs (its uses are rank 0's, or evaluations that can move there with it: ``new =
 load_model(p); new.evaluate(...)``), with those evaluations; `file_dependent`: a statement under
 a test of the filesystem (``if os.path.exists(p):``), where a collective would wait forever on
-the hosts that skip it. Requires: base (rank guards, Horovod mentions), the name index.
+the hosts that skip it, and `shared_test`, the edits that make rank 0's answer to it every
+rank's. Requires: base (rank guards, Horovod mentions), the name index.
 """
 
 from __future__ import annotations
 
 from ..parse import nodes as N
+from ..parse.source import Edit
 from .base import RuleContext, mentions_hvd, under_rank0_guard
 
 # Tests that read the filesystem (a branch taken differently on each host without a shared one).
@@ -144,3 +146,25 @@ def _reads_files(ctx: RuleContext, test, before, shared_by_rank0: set, depth: in
                     _reads_files(ctx, at.children[-1], before, shared_by_rank0, depth + 1):
                 return True
     return False
+
+
+def shared_test(ctx: RuleContext, stmt, shared_by_rank0: set, mod: str) -> list | None:
+    """The edits that give every rank rank 0's answer to the one test of the filesystem `stmt`
+    runs under: ``if <mod>.broadcast_object((<test>) if hvd.rank() == 0 else None, root_rank=0):``
+    (a resumed job's ``if os.path.exists(p):``). None when the test is not an ``if``'s only test
+    (an ``elif`` chain, a loop's), mentions Horovod, or another test above it reads files too."""
+    scope = N.func_scope_of(stmt)
+    found = []
+    cur = stmt.parent
+    while cur is not None and cur is not scope:
+        if cur.type in ("if_stmt", "while_stmt") and _reads_files(ctx, cur.children[1], stmt, shared_by_rank0):
+            found.append(cur)
+        cur = cur.parent
+    if len(found) != 1 or found[0].type != "if_stmt" or any(c == "elif" for c in found[0].children) or \
+            mentions_hvd(found[0].children[1], ctx):
+        return None
+    test = found[0].children[1]
+    low = test.type in ("test", "lambdef", "namedexpr_test")     # (binds looser than ``x if c else y``)
+    start, end = ctx.source.span(test)
+    return [Edit(start, start, f"{mod}.broadcast_object({'(' if low else ''}"),
+            Edit(end, end, f"{')' if low else ''} if {ctx.hvd}.rank() == 0 else None, root_rank=0)")]
