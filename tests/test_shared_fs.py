@@ -219,33 +219,7 @@ def test_a_resume_under_a_test_of_the_filesystem_that_fits_broadcast_carries_is_
     assert not point7(RESUME_CARRIED_BY_FIT)["notes"]
 
 
-RESUME_IF_EXISTS = """# A resume under a test of the filesystem whose step counter the training does not broadcast:
-# without a shared filesystem the hosts would take different branches (a broadcast inside would
-# wait forever on the hosts that skip it): rank 0's answer is every rank's.
-import os
-
-import numpy as np
-import tensorflow as tf
-
-x = np.random.rand(256, 8).astype("float32")
-y = x.sum(axis=1)
-ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
-model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
-opt = tf.keras.optimizers.SGD(0.01)
-step = tf.Variable(0, dtype=tf.int64)
-ckpt = tf.train.Checkpoint(model=model, optimizer=opt, step=step)
-if os.path.exists("ckpt/last.index"):
-    ckpt.restore("ckpt/last")
-
-while step < 40:
-    for xb, yb in ds:
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(model(xb)[:, 0] - yb))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        step.assign_add(1)
-    ckpt.write("ckpt/last")
-"""
+RESUME_IF_EXISTS = (FIXTURES / "resume_if_file_exists_shares_the_test.py").read_text()
 
 RESUME_CARRIED_BY_FIT = """# A resume under a test of the filesystem: host 1 finds no file and skips it, and fit's first
 # broadcast gives every rank rank 0's restored weights: right as it is, no shared filesystem.
