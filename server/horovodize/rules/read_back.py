@@ -405,12 +405,29 @@ def _carried(ctx: RuleContext, stmt) -> tuple[set, set]:
     for site in ctx.summary.sites:
         fit = N.as_call(site.node) if site.kind == FIT else None
         if fit is not None and fit.receiver_dotted() and site.node.start_pos > stmt.end_pos and \
-                N.func_scope_of(site.node) is scope and not _bound_between(ctx, fit.receiver_dotted(), stmt, site.node):
+                N.func_scope_of(site.node) is scope and not _bound_between(ctx, fit.receiver_dotted(), stmt, site.node) \
+                and not _callbacks_used_before(ctx, fit, stmt):
             names.add(fit.receiver_dotted())
             roles.add("optimizer")
     if tapes and not any(_steps_before(ctx, site, stmt) for site in tapes):
         roles |= {"model", "optimizer"}
     return names, roles
+
+
+def _callbacks_used_before(ctx: RuleContext, fit: N.Call, stmt) -> bool:
+    """The fit's ``callbacks=<name>`` list was given to a fit that ran before `stmt`: the
+    BroadcastGlobalVariablesCallback in it broadcasts once, at that earlier fit's first batch,
+    and not again for what `stmt` restored."""
+    arg = fit.keyword("callbacks")
+    name = N.dotted(arg.value) if arg is not None else None
+    if name is None:
+        return False
+    for site in ctx.summary.sites:
+        other = N.as_call(site.node) if site.kind == FIT else None
+        given = other.keyword("callbacks") if other is not None else None
+        if given is not None and N.dotted(given.value) == name and other.node.start_pos < stmt.start_pos:
+            return True
+    return False
 
 
 def _bound_between(ctx: RuleContext, name: str, stmt, node) -> bool:
