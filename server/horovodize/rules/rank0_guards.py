@@ -181,6 +181,9 @@ def _check(ctx: RuleContext, put: list) -> Iterator[Finding]:
     downloads = local_rank0_blocks(ctx)   # HVD044's downloads, on local rank 0 only
     blocks = [b for b in _write_blocks(ctx) if not any(N.inside(b[0], d) for d in downloads)]
     inside_block = [b for b, _ in blocks] + downloads
+    handles = [h for h in _handle_blocks(ctx) if not any(N.inside(h[0], d) for d in downloads)]
+    for _first, _last, _call, lines in handles:
+        inside_block += lines
     displays, shown_regions = display_sites(ctx, statement, guard_block)   # plt.show, display loops (HVD030)
     inside_block += shown_regions
     names = dict.fromkeys(("print", "write", *MODEL_METHODS, *WRITE_NAMES))
@@ -219,6 +222,14 @@ def _check(ctx: RuleContext, put: list) -> Iterator[Finding]:
     on_rank0 = [g[0] for g in guarded + displays]     # statements these guards put on rank 0
     put += on_rank0
     first_guards = guarded + displays
+    for first, last, call, lines in handles:
+        _note_write(ctx, call, writes)
+        if under_rank0_guard(first, ctx) or ctx.blocked("HVD032", call.node):
+            continue
+        on_rank0 += lines
+        put += lines
+        yield finding(ctx, "HVD032", call.node, "every rank opens the file for writing (and empties it)",
+                      Fix(RULES["HVD032"][1], guard_block(ctx, first, last)))
     yield from _training_log_files(ctx, inside_block)
     yield from _summary_writers(ctx)
     guarded: list = []
@@ -255,6 +266,58 @@ def _write_blocks(ctx: RuleContext):
         if with_stmt is not None and with_stmt.type == "with_stmt" and open_for_writing(call) \
                 and not _trains(ctx, with_stmt):
             yield with_stmt, call
+
+
+# What a statement between ``f = open(p, "w")`` and ``f.close()`` may do with the handle.
+HANDLE_WRITES = ("write", "writelines", "flush")
+
+
+def _handle_blocks(ctx: RuleContext) -> Iterator[tuple]:
+    """(first, last, open call, lines) of ``f = open(p, "w")``, the statements after it that only
+    write to `f` or print (loops and tests around such writes too) and ``f.close()``: the lines
+    run on rank 0 as one block (r38 review, zhuge20100104/tf: the writes alone were guarded, and
+    rank 1's open emptied the file rank 0 wrote). `f` must not be used elsewhere."""
+    for call in ctx.calls("open"):
+        stmt = N.statement_of(call.node)
+        parts = N.assign_parts(stmt) if stmt is not None else None
+        if not open_for_writing(call) or parts is None or parts[1] is not call.node or \
+                parts[0][0].type != "name" or not N.alone_on_line(stmt) or N.simple_stmt_of(stmt) is None:
+            continue
+        handle, first = parts[0][0].value, N.simple_stmt_of(stmt)
+        lines, nxt = [first], first.get_next_sibling()
+        while nxt is not None and nxt.type not in ("newline", "endmarker") and \
+                nxt.get_code(include_prefix=False).strip() != f"{handle}.close()":
+            lines.append(nxt)
+            nxt = nxt.get_next_sibling()
+        if nxt is None or nxt.type in ("newline", "endmarker") or len(lines) < 2:
+            continue
+        lines.append(nxt)
+        if all(_writes_only(ctx, line, handle) for line in lines[1:-1]) and not any(
+                not any(N.inside(ref, line) for line in lines) and N.func_scope_of(ref) is N.func_scope_of(stmt)
+                for ref in ctx.env.index.names.get(handle, ())):
+            yield first, nxt, call, lines
+
+
+def _writes_only(ctx: RuleContext, node, handle: str) -> bool:
+    """Every small statement in `node` is ``<handle>.write(...)`` (``writelines``, ``flush``) or
+    ``print(...)``; compound statements around them test and loop, and mention no Horovod."""
+    if node.type in N.COMPOUND:
+        if node.type not in ("for_stmt", "if_stmt", "while_stmt") or mentions_hvd(node, ctx):
+            return False
+        suites = [c for c in node.children if c.type == "suite" or (c.type == "simple_stmt" and c is node.children[-1])]
+        return all(_writes_only(ctx, line, handle) for suite in suites
+                   for line in (suite.children if suite.type == "suite" else [suite])
+                   if line.type not in ("newline", "endmarker", "operator") and not line.type == "indent")
+    if node.type != "simple_stmt":
+        return False
+    for small in node.children:
+        if small.type in ("newline",) or small.type == "operator":
+            continue
+        call = N.as_call(small)
+        if call is None or not (call.callee_dotted() == "print" or call.method in HANDLE_WRITES and
+                                call.receiver_dotted() == handle):
+            return False
+    return True
 
 
 def _training_log_files(ctx: RuleContext, guarded: list) -> Iterator[Finding]:
