@@ -265,7 +265,8 @@ def test_a_model_loaded_with_its_optimizer_averages_gradients_once_wrapped(hvd_e
     (tmp_path / "earlier.py").write_text(EARLIER_RUN)
     subprocess.run([str(py), "earlier.py"], cwd=tmp_path, check=True, capture_output=True, timeout=240)
     converted = H.convert(H.PROGRAMS / "resume_loaded_model.py", tmp_path / "resume_loaded_model.py")
-    wrap = "model.optimizer = hvd.DistributedOptimizer(model.optimizer)\n"
+    from horovodize.rules.optimizer import LOADED_WRAP
+    wrap = LOADED_WRAP.format(m="model", wrapper="hvd.DistributedOptimizer", u="    ") + "\n"
     assert wrap in converted.read_text()
     unwrapped = tmp_path / "resume_unwrapped.py"
     unwrapped.write_text(converted.read_text().replace(wrap, ""))
@@ -275,3 +276,5 @@ def test_a_model_loaded_with_its_optimizer_averages_gradients_once_wrapped(hvd_e
         assert run.returncode == 0 and sorted(run.reports) == list(range(SIZE)), info
         checksums = [run.reports[r]["checksum"] for r in range(SIZE)]
         assert all(same(c, checksums[0]) for c in checksums) == equal, f"{checksums}\n{info}"
+        if equal:       # the file's step count carried on: 1 step of the earlier run, then 16 (1 epoch of 2)
+            assert [run.reports[r]["iterations"] for r in range(SIZE)] == [1 + 16] * SIZE, info

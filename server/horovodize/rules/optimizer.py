@@ -77,6 +77,15 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 
 
 LOADED = "Wrap the loaded model's optimizer in hvd.DistributedOptimizer"
+# The wrapper is made from the optimizer's config; a Keras 2.11+ optimizer (one with ``build``)
+# then takes the file's state, its step count and moments (measured, TF 2.15: HDF5 and .keras
+# carry them, a SavedModel only the step count); a legacy one starts them again.
+LOADED_WRAP = ("hvd_restored = {m}.optimizer\n"
+               "{m}.optimizer = {wrapper}(hvd_restored)\n"
+               "if hasattr({m}.optimizer, \"build\"):  # (the state the file restored: step count, moments)\n"
+               "{u}{m}.optimizer.build({m}.trainable_variables)\n"
+               "{u}for hvd_var, hvd_value in zip({m}.optimizer.variables, hvd_restored.variables):\n"
+               "{u}{u}hvd_var.assign(hvd_value)")
 
 
 def _loaded_models(ctx: RuleContext) -> Iterator[Finding]:
@@ -85,7 +94,7 @@ def _loaded_models(ctx: RuleContext) -> Iterator[Finding]:
     the file averages nothing. ``model.optimizer = hvd.DistributedOptimizer(model.optimizer)``
     after the load (measured, TF 2.15 / Horovod 0.28.1, HDF5, .keras and SavedModel: equal
     weights on 2 ranks; ``hvd.load_model`` left a plain optimizer; the wrapper is made from
-    the optimizer's config, so its step count and moments start again, the rate is the file's)."""
+    the optimizer's config, then given the file's state: `LOADED_WRAP`)."""
     from ..analysis.loop import FIT
 
     if not ctx.summary.hvd_module.endswith("keras") or ctx.env.tf1:
@@ -111,10 +120,9 @@ def _loaded_models(ctx: RuleContext) -> Iterator[Finding]:
             continue
         done.add(id(load.node))
         wrapper, adapter = distributed_optimizer(ctx)
-        edit = ctx.insert_after_stmt(N.statement_of(bound[-1].stmt), f"{name}.optimizer = {wrapper}({name}.optimizer)")
+        edit = ctx.insert_after_stmt(N.statement_of(bound[-1].stmt), LOADED_WRAP.format(m=name, wrapper=wrapper, u=ctx.source.indent_unit))
         yield finding(ctx, "HVD011", load.node, f"`{name}` is loaded with the optimizer saved in its file, which does "
-                      "not average gradients across ranks (wrapped, it starts its step count and moments again "
-                      "at the file's rate)", Fix(LOADED, adapter + [edit]))
+                      "not average gradients across ranks", Fix(LOADED, adapter + [edit]))
 
 
 def _scheduler_rates(ctx: RuleContext) -> Iterator[Finding]:

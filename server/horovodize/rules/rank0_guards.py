@@ -671,8 +671,8 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
             # ``def load(p): model = load_model(p)``: there `model` is the local being bound, and
             # `type(model.optimizer)` would raise UnboundLocalError
             note(ctx, call, f"`{model}` is a local of this function, so the Horovod optimizer class the trained "
-                 f"`{model}` was saved with cannot be named here: pass custom_objects= with that class (or load "
-                 "with compile=False)")
+                 f"`{model}` was saved with cannot be named here: pass custom_objects= mapping its name to a Keras "
+                 "optimizer class (e.g. {\"RMSprop\": tf.keras.optimizers.RMSprop})")
             continue
         if _deleted_between(ctx, model, fit_call, load_stmt):
             # ``del model`` before the load: `type(model.optimizer)` would read no model
