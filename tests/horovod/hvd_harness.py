@@ -105,29 +105,6 @@ def run_env(report_dir: Path, out_dir: Path, extra: dict | None = None, python: 
     return env
 
 
-# horovodrun checks, at every launch, that Horovod was built with Gloo: it forks a process that
-# imports horovod.tensorflow, and so TensorFlow (~2.5 CPU-s, up to 9 s of wall on two busy
-# cores, before a rank starts). The tier asks once per interpreter (`checked_build`: `horovodrun
-# --check-build` must list TensorFlow and Gloo), then launches horovodrun's own code with that
-# one check answered: the launch, the rendezvous and the ranks are Horovod's, unchanged.
-LAUNCH = ("import sys\n"
-          "import horovod.runner.launch as launch\n"
-          "launch.gloo_built = lambda verbose=False: True   # (checked once: hvd_harness.checked_build)\n"
-          "sys.argv[0] = 'horovodrun'\n"
-          "sys.exit(launch.run_commandline())\n")
-_BUILDS: dict = {}
-
-
-def checked_build(py: Path, run: Path) -> None:
-    """`horovodrun --check-build` of `py`'s Horovod lists TensorFlow and Gloo (asked once)."""
-    if py not in _BUILDS:
-        out = subprocess.run([str(run), "--check-build"], capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "PATH": f"{py.parent}{os.pathsep}{os.environ.get('PATH', '')}"}).stdout
-        _BUILDS[py] = all(re.search(rf"\[X\] {name}\b", out) for name in ("TensorFlow", "Gloo"))
-        if not _BUILDS[py]:
-            raise RuntimeError(f"{run} --check-build does not list TensorFlow and Gloo:\n{out}")
-
-
 def horovodrun(script: Path, workdir: Path, np: int = 2, timeout: float = RUN_TIMEOUT,
                args: list[str] | None = None, out_dir: Path | None = None, env: dict | None = None,
                python: Path | None = None) -> RankRun:
@@ -138,8 +115,7 @@ def horovodrun(script: Path, workdir: Path, np: int = 2, timeout: float = RUN_TI
     report_dir, out_dir = workdir / "reports", out_dir or workdir / "out"
     report_dir.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    checked_build(py, run)
-    cmd = [str(py), "-c", LAUNCH, "-np", str(np), "-H", f"localhost:{np}", "--gloo", str(py), str(script), *(args or [])]
+    cmd = [str(run), "-np", str(np), "-H", f"localhost:{np}", "--gloo", str(py), str(script), *(args or [])]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=workdir, env=run_env(report_dir, out_dir, env, python), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
