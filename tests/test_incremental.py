@@ -549,11 +549,13 @@ def test_kept_answers_outlive_the_edit_history():
         memo = buffer.parser.memo
         at = text.index("\n    return ", len(text) // 2) + len("\n    return ")
         tables = []              # id(piece) -> its targets table, after the first two edits
+        alive = []               # (those pieces, held: a freed piece's id may name a new one)
         for _ in range(HISTORY + 6):
             text = text[:at] + "x" + text[at:]
             index = buffer.analyse(text).analysis.env.index
             if len(tables) < 2:
-                tables.append({id(p): p.memo["targets"][2] for p in index.parts() if "targets" in p.memo})
+                alive.append(list(index.parts()))
+                tables.append({id(p): p.memo["targets"][2] for p in alive[-1] if "targets" in p.memo})
         # (a caller of the edited function makes its table again at each edit: left out)
         reused = {key for key, table in tables[1].items() if tables[0].get(key) is table}
         kept = [p for p in index.parts() if id(p) in reused]
