@@ -16,7 +16,7 @@ from ..analysis.roles import COMPILE_STRINGS, KERAS_OPTIMIZERS, TF1_OPTIMIZERS
 from ..parse import nodes as N
 from ..parse.scopes import choices
 from ..parse.source import Edit
-from . import keras3_adapters
+from . import keras3_adapters, rank0_reads
 from .base import Finding, Fix, RuleContext, finding, mentions_hvd, report_note
 from .pipelines import chain_calls
 from .tapes import compiles_tape_step, tape_loops_beside_fit, tape_optimizers
@@ -120,7 +120,12 @@ def _loaded_models(ctx: RuleContext) -> Iterator[Finding]:
             continue
         done.add(id(load.node))
         wrapper, adapter = distributed_optimizer(ctx)
-        edit = ctx.insert_after_stmt(N.statement_of(bound[-1].stmt), LOADED_WRAP.format(m=name, wrapper=wrapper, u=ctx.source.indent_unit))
+        # under a test of the files (``if os.path.exists(p):``) the other hosts keep the model
+        # the program compiled: the wrap alone (the state copy there left run 2 hanging, rr38)
+        wrap = f"{name}.optimizer = {wrapper}({name}.optimizer)" if rank0_reads.file_dependent(
+            ctx, N.statement_of(bound[-1].stmt), set()) else LOADED_WRAP.format(m=name, wrapper=wrapper,
+                                                                               u=ctx.source.indent_unit)
+        edit = ctx.insert_after_stmt(N.statement_of(bound[-1].stmt), wrap)
         yield finding(ctx, "HVD011", load.node, f"`{name}` is loaded with the optimizer saved in its file, which does "
                       "not average gradients across ranks", Fix(LOADED, adapter + [edit]))
 
