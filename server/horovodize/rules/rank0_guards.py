@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.effects import path_of
+from ..analysis.roles import COMPILE_STRINGS
 from ..parse import nodes as N
 from ..parse.source import Edit
 from .base import (Finding, Fix, RuleContext, called_on_rank0_only, finding, guard_lines, may_run_before,
@@ -669,10 +670,17 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
         if fn.type == "funcdef" and any(b.name == model and b.scope is fn for b in ctx.env.bindings) and \
                 f"global {model}" not in fn.get_code():
             # ``def load(p): model = load_model(p)``: there `model` is the local being bound, and
-            # `type(model.optimizer)` would raise UnboundLocalError
-            note(ctx, call, f"`{model}` is a local of this function, so the Horovod optimizer class the trained "
-                 f"`{model}` was saved with cannot be named here: pass custom_objects= mapping its name to a Keras "
-                 "optimizer class (e.g. {\"RMSprop\": tf.keras.optimizers.RMSprop})")
+            # `type(model.optimizer)` would raise UnboundLocalError; the class the program
+            # compiled with, by its name (the optimizer comes back plain: right for evaluating)
+            named = _compiled_class(ctx, model, fit_call)
+            if named is None or ctx.keras_target == "keras3":
+                note(ctx, call, f"`{model}` is a local of this function, so the Horovod optimizer class the "
+                     f"trained `{model}` was saved with cannot be named here: pass custom_objects= mapping its name "
+                     "to a Keras optimizer class (e.g. {\"RMSprop\": tf.keras.optimizers.RMSprop})")
+                continue
+            yield finding(ctx, "HVD034", call.node, f"the model is saved with Horovod's optimizer class, and `{model}` "
+                          "is this function's own name: the class is named as the program compiles it",
+                          Fix(RULES["HVD034"][1], ctx.add_keyword(call, f'custom_objects={{"{named[0]}": {named[1]}}}')))
             continue
         if _deleted_between(ctx, model, fit_call, load_stmt):
             # ``del model`` before the load: `type(model.optimizer)` would read no model
@@ -685,6 +693,29 @@ def _load_models(ctx: RuleContext) -> Iterator[Finding]:
         yield finding(ctx, "HVD034", call.node,
                       "the model is saved with Horovod's optimizer class: load_model cannot rebuild it",
                       Fix(RULES["HVD034"][1], edits))
+
+
+def _compiled_class(ctx: RuleContext, model: str, fit_node) -> tuple[str, str] | None:
+    """(class name, class expression) of the optimizer `model`'s compile before `fit_node` makes:
+    ``compile(optimizer=keras.optimizers.RMSprop(...))`` or a name bound to such a call gives
+    ``("RMSprop", "keras.optimizers.RMSprop")``; ``compile(optimizer="rmsprop")`` the tensorflow
+    module's class. None when it is not one of these."""
+    compiles = [c for c in ctx.calls("compile") if c.receiver_dotted() == model and c.node.start_pos < fit_node.start_pos]
+    arg = (compiles[-1].keyword("optimizer") or compiles[-1].positional(0)) if compiles else None
+    if arg is None:
+        return None
+    value = arg.value
+    if value.type == "string":
+        name = COMPILE_STRINGS.get(value.value.strip("'\"").lower())
+        return (name, f"{tf_name(ctx)}.keras.optimizers.{name}") if name else None
+    if value.type == "name":
+        bound = ctx.env.lookup(value.value, value, "optimizer")
+        value = bound.value if bound is not None else value
+    made = N.as_call(value)
+    dotted = made.callee_dotted() if made is not None else None
+    if dotted is None or ctx.env.role_of_call(made) is None or ctx.env.role_of_call(made)[0] != "optimizer":
+        return None
+    return dotted.rsplit(".", 1)[-1], dotted
 
 
 def _deleted_between(ctx: RuleContext, name: str, start, stmt) -> bool:
