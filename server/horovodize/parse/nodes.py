@@ -328,6 +328,14 @@ def assign_parts(expr_stmt):
     return None
 
 
+def name_assignment(stmt) -> tuple | None:
+    """(name leaf, value) of ``name = value``: one plain name, no annotation, no chain."""
+    parts = assign_parts(stmt)
+    if parts is None or len(stmt.children) != 3 or parts[0][0].type != "name":
+        return None
+    return parts[0][0], parts[1]
+
+
 def alone_on_line(small) -> bool:
     """A small statement that is the only one on its line and starts it (in a block)."""
     if is_bare_statement(small):

@@ -436,13 +436,12 @@ def _reads(ctx: RuleContext):
                 yield call
 
 
-def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list = (),
-              read_guards: list | None = None) -> Iterator[Finding]:
+def _barriers(ctx: RuleContext, writes: list, guarded: list, on_rank0: list,
+              read_guards: list) -> Iterator[Finding]:
     """HVD033's barriers, and point 7's note naming every read of rank 0's files on every rank
     after one (`shared_fs_note`; a read in a statement `on_rank0` guards, a print, is not one).
     A read whose value only rank 0 uses joins `read_guards` with the evaluations it moves there
     (guards in `_one_guard_per_block`'s form), instead of a barrier."""
-    read_guards = [] if read_guards is None else read_guards
     if not writes:
         return
     # (the set-up binds tensorflow when the program does not: ``hvd.allreduce(0)`` fails, an int
@@ -463,17 +462,14 @@ def _barriers(ctx: RuleContext, writes: list, guarded: list = (), on_rank0: list
         found = [(_norm(ctx.source.code(p)), reached(ctx, p)) for p in paths if p is not None]
         scope = N.func_scope_of(call.node)
         stmt = N.statement_of(call.node)
-        match = [w for w in writes if w[1] is scope and (w[2].start_pos < call.node.start_pos or
-                                                          may_run_before(ctx, w[2], call.node)) and
-                 (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
-                  or not w[0] and call.method in ("restore", "restore_or_initialize"))]
+        same_files = [w for w in writes if w[1] is scope and (
+            any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
+            or not w[0] and call.method in ("restore", "restore_or_initialize"))]
+        match = [w for w in same_files if w[2].start_pos < call.node.start_pos or may_run_before(ctx, w[2], call.node)]
         test = None     # (a resumed read's shared test of the filesystem, `rank0_reads.shared_test`)
         # a read above every write of its files in its scope, and outside any loop that writes
         # them: a resumed job reads what rank 0 wrote in an earlier run (only rank 0's host has it)
-        resumed = [] if match else [
-            w for w in writes if w[1] is scope and w[2].start_pos > call.node.start_pos and
-            (any(path_matches(text, w[0]) or w[0] in texts for text, texts in found)
-             or not w[0] and call.method in ("restore", "restore_or_initialize"))]
+        resumed = [] if match else [w for w in same_files if w[2].start_pos > call.node.start_pos]
         if under_rank0_guard(stmt, ctx) or ctx.blocked("HVD033", call.node):
             continue
         if any(N.inside(call.node, b) for b in guarded):
@@ -713,7 +709,7 @@ def _compiled_class(ctx: RuleContext, model: str, fit_node) -> tuple[str, str] |
         value = bound.value if bound is not None else value
     made = N.as_call(value)
     dotted = made.callee_dotted() if made is not None else None
-    if dotted is None or ctx.env.role_of_call(made) is None or ctx.env.role_of_call(made)[0] != "optimizer":
+    if dotted is None or (ctx.env.role_of_call(made) or ("",))[0] != "optimizer":
         return None
     return dotted.rsplit(".", 1)[-1], dotted
 

@@ -33,8 +33,7 @@ def rank0_uses(ctx: RuleContext, stmt, on_rank0: list) -> tuple[str, list] | Non
     guard) or is an evaluation that can move there (`_evaluation`), and no function reads it.
     Then the read runs on rank 0, which wrote the file, with the evaluations, each (statement,
     call) in the list (contract point 13: no barrier, no shared filesystem). None otherwise."""
-    if stmt.type != "expr_stmt" or len(stmt.children) != 3 or stmt.children[0].type != "name" \
-            or stmt.children[1] != "=" or not N.alone_on_line(stmt):
+    if N.name_assignment(stmt) is None or not N.alone_on_line(stmt):
         return None
     moved: list = []
     if not _only_rank0_uses(ctx, stmt.children[0], stmt, on_rank0, moved, 0):
@@ -59,10 +58,10 @@ def _only_rank0_uses(ctx: RuleContext, target, stmt, on_rank0: list, moved: list
         at = N.statement_of(ref)
         holder = N.simple_stmt_of(at) if at is not None else None
         if ref.start_pos > stmt.start_pos and holder is not None and holder.parent is block and \
-                at.type == "expr_stmt" and at.children[0] is ref and len(at.children) == 3 and at.children[1] == "=":
+                (bound := N.name_assignment(at)) is not None and bound[0] is ref:
             # bound anew in the same block (the next experiment's ``model = ...``): what follows
             # is another value, if the new one is not made from the read one
-            if any(leaf.type == "name" and leaf.value == target.value for leaf in N.walk(at.children[2])):
+            if any(leaf.type == "name" and leaf.value == target.value for leaf in N.walk(bound[1])):
                 return False
             break
         if any(N.inside(ref, s) for s in on_rank0) or any(N.inside(ref, s) for s, _ in moved) or \
@@ -120,13 +119,19 @@ def file_dependent(ctx: RuleContext, stmt, shared_by_rank0: set) -> bool:
     manager.latest_checkpoint:``, or a name bound from such a read and not broadcast by rank 0):
     without a shared filesystem the hosts take different branches, and a collective put there
     would wait forever on the hosts that skip it."""
+    return bool(_file_tests(ctx, stmt, shared_by_rank0))
+
+
+def _file_tests(ctx: RuleContext, stmt, shared_by_rank0: set) -> list:
+    """The ``if``/``while`` statements of `stmt`'s function around it whose test reads files."""
     scope = N.func_scope_of(stmt)
+    found = []
     cur = stmt.parent
     while cur is not None and cur is not scope:
         if cur.type in ("if_stmt", "while_stmt") and _reads_files(ctx, cur.children[1], stmt, shared_by_rank0):
-            return True
+            found.append(cur)
         cur = cur.parent
-    return False
+    return found
 
 
 def _reads_files(ctx: RuleContext, test, before, shared_by_rank0: set, depth: int = 0) -> bool:
@@ -153,13 +158,7 @@ def shared_test(ctx: RuleContext, stmt, shared_by_rank0: set, mod: str) -> list 
     runs under: ``if <mod>.broadcast_object((<test>) if hvd.rank() == 0 else None, root_rank=0):``
     (a resumed job's ``if os.path.exists(p):``). None when the test is not an ``if``'s only test
     (an ``elif`` chain, a loop's), mentions Horovod, or another test above it reads files too."""
-    scope = N.func_scope_of(stmt)
-    found = []
-    cur = stmt.parent
-    while cur is not None and cur is not scope:
-        if cur.type in ("if_stmt", "while_stmt") and _reads_files(ctx, cur.children[1], stmt, shared_by_rank0):
-            found.append(cur)
-        cur = cur.parent
+    found = _file_tests(ctx, stmt, shared_by_rank0)
     if len(found) != 1 or found[0].type != "if_stmt" or any(c == "elif" for c in found[0].children) or \
             mentions_hvd(found[0].children[1], ctx):
         return None

@@ -167,7 +167,7 @@ def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
         handle, first, last = item.children[2].value, stmt, stmt
         body = stmt.children[-1]
         lines = [c for c in body.children if c.type != "newline"] if body.type == "suite" else [body]
-    elif (bound := _assigned(stmt)) is not None and bound[1] is call.node and N.alone_on_line(stmt):
+    elif (bound := N.name_assignment(stmt)) is not None and bound[1] is call.node and N.alone_on_line(stmt):
         handle, first = bound[0].value, N.simple_stmt_of(stmt)
         lines = []
         nxt = first.get_next_sibling()
@@ -181,7 +181,7 @@ def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
         return None
     names = []
     for line in lines:
-        bound = _assigned(line.children[0]) if line.type == "simple_stmt" and len(line.children) == 2 else None
+        bound = N.name_assignment(line.children[0]) if line.type == "simple_stmt" and len(line.children) == 2 else None
         if bound is None or bound[1].type == "name" or not _plain(ctx, bound[1]):
             return None
         names.append(bound[0].value)
@@ -190,14 +190,6 @@ def _read_block(ctx: RuleContext, call: N.Call, stmt) -> tuple | None:
                                            for ref in ctx.env.index.names.get(handle, ())):
         return None
     return first, last, list(dict.fromkeys(names))
-
-
-def _assigned(stmt) -> tuple | None:
-    """(name, value) of ``name = value``: one plain name, no annotation, no chain."""
-    parts = N.assign_parts(stmt)
-    if parts is None or len(stmt.children) != 3 or parts[0][0].type != "name":
-        return None
-    return parts[0][0], parts[1]
 
 
 def _closes(line, handle: str) -> bool:
@@ -278,7 +270,7 @@ def _status_uses(ctx: RuleContext, call: N.Call, stmt) -> list | None:
     `status` after it, each ``status.assert_consumed()`` and the like alone on its line, which
     run on rank 0 with the restore (the other ranks have no status). None when `stmt` is not
     such an assignment or `status` is used otherwise (kept, passed on, read by a function)."""
-    bound = _assigned(stmt)
+    bound = N.name_assignment(stmt)
     if bound is None or bound[1] is not call.node:
         return None
     target = bound[0]
@@ -382,7 +374,7 @@ def _is_iterator(ctx: RuleContext, name: str, at) -> bool:
     scope = N.func_scope_of(at)
     for ref in ctx.env.index.names.get(name, ()):
         stmt = N.statement_of(ref)
-        bound = _assigned(stmt) if stmt is not None and ref.start_pos < at.start_pos else None
+        bound = N.name_assignment(stmt) if stmt is not None and ref.start_pos < at.start_pos else None
         made = N.as_call(bound[1]) if bound is not None and bound[0] is ref else None
         if made is not None and made.callee_dotted() == "iter" and N.func_scope_of(ref) is scope:
             return True
